@@ -1,0 +1,42 @@
+package io.github.txnpreserver.broker;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.StateTopic;
+import java.time.Clock;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What the coordinator stores need from the broker, handed over by the broker interceptor.
+ *
+ * <p>The broker builds the metadata-store provider by class name, with no access to the
+ * broker; an interceptor is the only plugin the broker initializes with itself, and it runs
+ * before the transaction service is built. Both load from {@code lib/} (the interceptor
+ * archive's class loader is parent-first), so this static hand-over is seen by both.
+ *
+ * @param config the validated settings
+ * @param stateTopics opens one coordinator's state topic
+ * @param clock wall clock for end times and expiry
+ */
+public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock) {
+
+    private static volatile BrokerContext current;
+
+    /** Opens the state topic of a coordinator as its only writer. */
+    @FunctionalInterface
+    public interface StateTopicOpener {
+        CompletableFuture<StateTopic> open(long coordinatorId);
+    }
+
+    public static void install(BrokerContext context) {
+        current = context;
+    }
+
+    public static void clear() {
+        current = null;
+    }
+
+    /** The installed context, or null if the interceptor did not run. */
+    public static BrokerContext current() {
+        return current;
+    }
+}

@@ -1,0 +1,76 @@
+package io.github.txnpreserver.broker;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.PulsarStateTopic;
+import io.github.txnpreserver.statetopic.StateTopic;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import javax.servlet.ServletRequest;
+import javax.servlet.ServletResponse;
+import org.apache.pulsar.broker.PulsarServerException;
+import org.apache.pulsar.broker.PulsarService;
+import org.apache.pulsar.broker.intercept.BrokerInterceptor;
+import org.apache.pulsar.broker.service.ServerCnx;
+import org.apache.pulsar.common.api.proto.BaseCommand;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reads and validates the plugin's broker.conf keys at broker start, and hands the broker
+ * to the coordinator stores (see {@link BrokerContext}). A wrong value throws here, which
+ * stops the broker with a message naming the key.
+ *
+ * <p>Does nothing on the message path: every interception hook is a no-op.
+ */
+public class PreserverBrokerInterceptor implements BrokerInterceptor {
+
+    private static final Logger log = LoggerFactory.getLogger(PreserverBrokerInterceptor.class);
+    /** How long a state-topic write may take before it fails and the end of the transaction is retried. */
+    static final Duration STATE_TOPIC_SEND_TIMEOUT = Duration.ofSeconds(30);
+
+    @Override
+    public void initialize(PulsarService pulsar) throws Exception {
+        PreserverConfig config = PreserverConfig.fromProperties(pulsar.getConfiguration().getProperties());
+        String provider = pulsar.getConfiguration().getTransactionMetadataStoreProviderClassName();
+        if (!PreservingMetadataStoreProvider.class.getName().equals(provider)) {
+            log.warn("Transaction outcome preserver is loaded but transactionMetadataStoreProviderClassName={};"
+                    + " set it to {} to keep outcomes", provider, PreservingMetadataStoreProvider.class.getName());
+        }
+        BrokerContext.install(new BrokerContext(config,
+                coordinatorId -> openStateTopic(pulsar, coordinatorId),
+                Clock.systemUTC()));
+        log.info("Transaction outcome preserver configured: {}", config);
+    }
+
+    /** Runs at coordinator load, when the broker's internal clients are up. */
+    private static CompletableFuture<StateTopic> openStateTopic(PulsarService pulsar, long coordinatorId) {
+        try {
+            return PulsarStateTopic.open(pulsar.getClient(), pulsar.getAdminClient(), coordinatorId,
+                    STATE_TOPIC_SEND_TIMEOUT);
+        } catch (PulsarServerException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public void onPulsarCommand(BaseCommand command, ServerCnx cnx) {
+    }
+
+    @Override
+    public void onConnectionClosed(ServerCnx cnx) {
+    }
+
+    @Override
+    public void onWebserviceRequest(ServletRequest request) {
+    }
+
+    @Override
+    public void onWebserviceResponse(ServletRequest request, ServletResponse response) {
+    }
+
+    @Override
+    public void close() {
+        BrokerContext.clear();
+    }
+}

@@ -1,0 +1,125 @@
+package io.github.txnpreserver.broker;
+
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
+import io.netty.util.Timer;
+import java.lang.reflect.Field;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
+import org.apache.bookkeeper.mledger.ManagedLedgerFactory;
+import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
+import org.apache.pulsar.transaction.coordinator.TransactionMetadataStore;
+import org.apache.pulsar.transaction.coordinator.TransactionMetadataStoreProvider;
+import org.apache.pulsar.transaction.coordinator.TransactionRecoverTracker;
+import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
+import org.apache.pulsar.transaction.coordinator.impl.DisabledTxnLogBufferedWriterMetricsStats;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
+import org.apache.pulsar.transaction.coordinator.impl.TxnLogBufferedWriterConfig;
+import org.apache.pulsar.transaction.coordinator.impl.TxnLogBufferedWriterMetricsStats;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code transactionMetadataStoreProviderClassName} of the plugin.
+ *
+ * <p>Opens each coordinator as Pulsar's own managed-ledger store does, with the same log,
+ * sequence-id interceptor and log metrics, and adds the preserver: the state topic is
+ * opened (fencing any previous owner) and read to its end before the store is handed to the
+ * broker, so the first request a coordinator serves already sees every kept outcome.
+ *
+ * <p>With {@code transactionMetaPersistCount=0} it hands out the stock store unchanged.
+ */
+public class PreservingMetadataStoreProvider implements TransactionMetadataStoreProvider {
+
+    private static final Logger log = LoggerFactory.getLogger(PreservingMetadataStoreProvider.class);
+    static final String INTERCEPTOR_MISSING = "The transaction outcome preserver's broker interceptor did not run:"
+            + " add its archive to brokerInterceptorsDirectory and 'txn-preserver' to brokerInterceptors in"
+            + " broker.conf (see broker-conf-overlay/)";
+
+    private final MLTransactionMetadataStoreProvider stock = new MLTransactionMetadataStoreProvider();
+
+    @Override
+    public CompletableFuture<TransactionMetadataStore> openStore(
+            TransactionCoordinatorID tcId, ManagedLedgerFactory managedLedgerFactory,
+            ManagedLedgerConfig managedLedgerConfig, TransactionTimeoutTracker timeoutTracker,
+            TransactionRecoverTracker recoverTracker, long maxActiveTransactionsPerCoordinator,
+            TxnLogBufferedWriterConfig txnLogBufferedWriterConfig, Timer timer) {
+        BrokerContext context = BrokerContext.current();
+        if (context == null) {
+            log.error(INTERCEPTOR_MISSING);
+            return CompletableFuture.failedFuture(new IllegalStateException(INTERCEPTOR_MISSING));
+        }
+        if (!context.config().enabled()) {
+            return stock.openStore(tcId, managedLedgerFactory, managedLedgerConfig, timeoutTracker, recoverTracker,
+                    maxActiveTransactionsPerCoordinator, txnLogBufferedWriterConfig, timer);
+        }
+        return context.stateTopics().open(tcId.getId())
+                .thenCompose(stateTopic -> restorePreserver(context, tcId, stateTopic))
+                .thenCompose(preserver -> openPreservingStore(tcId, managedLedgerFactory, managedLedgerConfig,
+                        timeoutTracker, recoverTracker, maxActiveTransactionsPerCoordinator,
+                        txnLogBufferedWriterConfig, timer, preserver));
+    }
+
+    private CompletableFuture<TransactionMetadataPreserver> restorePreserver(BrokerContext context,
+                                                                             TransactionCoordinatorID tcId,
+                                                                             StateTopic stateTopic) {
+        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "txn-preserver-" + tcId.getId());
+            thread.setDaemon(true);
+            return thread;
+        });
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(tcId.getId(), context.config(),
+                stateTopic, context.clock(), executor);
+        return preserver.restore()
+                .thenApply(ignored -> preserver)
+                .whenComplete((ignored, error) -> {
+                    if (error != null) {
+                        log.error("Coordinator {}: could not restore kept transaction outcomes from {}",
+                                tcId.getId(), stateTopic, error);
+                        preserver.closeAsync();
+                    }
+                });
+    }
+
+    private CompletableFuture<TransactionMetadataStore> openPreservingStore(
+            TransactionCoordinatorID tcId, ManagedLedgerFactory managedLedgerFactory,
+            ManagedLedgerConfig managedLedgerConfig, TransactionTimeoutTracker timeoutTracker,
+            TransactionRecoverTracker recoverTracker, long maxActiveTransactionsPerCoordinator,
+            TxnLogBufferedWriterConfig txnLogBufferedWriterConfig, Timer timer,
+            TransactionMetadataPreserver preserver) {
+        MLTransactionSequenceIdGenerator sequenceIdGenerator = new MLTransactionSequenceIdGenerator();
+        managedLedgerConfig.setManagedLedgerInterceptor(sequenceIdGenerator);
+        MLTransactionLogImpl txnLog = new MLTransactionLogImpl(tcId, managedLedgerFactory, managedLedgerConfig,
+                txnLogBufferedWriterConfig, timer, stockBufferedWriterMetrics());
+        return txnLog.initialize()
+                .thenCompose(ignored -> new PreservingTransactionMetadataStore(tcId, txnLog, timeoutTracker,
+                        sequenceIdGenerator, maxActiveTransactionsPerCoordinator, preserver).init(recoverTracker))
+                .whenComplete((store, error) -> {
+                    if (error != null) {
+                        preserver.closeAsync();
+                    } else {
+                        preserver.start();
+                    }
+                });
+    }
+
+    /**
+     * The transaction-log batching metrics the broker registered on the stock provider (a
+     * private static there), so that the log metrics stay exactly as stock.
+     */
+    static TxnLogBufferedWriterMetricsStats stockBufferedWriterMetrics() {
+        try {
+            Field field = MLTransactionMetadataStoreProvider.class.getDeclaredField("bufferedWriterMetrics");
+            field.setAccessible(true);
+            return (TxnLogBufferedWriterMetricsStats) field.get(null);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            log.warn("Transaction-log batching metrics unavailable for preserving coordinators: {}", e.toString());
+            return DisabledTxnLogBufferedWriterMetricsStats.DISABLED_BUFFERED_WRITER_METRICS;
+        }
+    }
+}

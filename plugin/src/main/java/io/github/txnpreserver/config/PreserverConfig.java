@@ -1,0 +1,99 @@
+package io.github.txnpreserver.config;
+
+import java.time.Duration;
+import java.util.Properties;
+
+/**
+ * The plugin's settings, read from broker.conf.
+ *
+ * <p>Keys follow PIP-255 and broker.conf conventions (lower camel case). Every
+ * value is validated when the broker starts: a wrong value stops the broker
+ * with a message naming the key and the value, instead of letting a coordinator
+ * run with a retention nobody asked for.
+ */
+public record PreserverConfig(
+        int persistCountPerClient,
+        int maxKeptPerCoordinator,
+        Duration persistTime,
+        Duration expireCheckInterval) {
+
+    /** How many ended transactions are kept per client; 0 turns the plugin into a pass-through. */
+    public static final String PERSIST_COUNT = "transactionMetaPersistCount";
+    /** Age after which a kept outcome expires. */
+    public static final String PERSIST_TIME_IN_HOUR = "transactionMetaPersistTimeInHour";
+    /** How often expiry runs. */
+    public static final String EXPIRE_CHECK_INTERVAL_IN_SECOND = "transactionMetaExpireCheckIntervalInSecond";
+    /**
+     * Cap on outcomes kept by one coordinator across all clients. PIP-255 bounds memory per
+     * client only, so many distinct clients could exhaust the heap; this bounds it per coordinator.
+     */
+    public static final String MAX_KEPT_PER_COORDINATOR = "transactionMetaPersistMaxCountPerCoordinator";
+
+    public static final int DEFAULT_PERSIST_COUNT = 0;
+    public static final long DEFAULT_PERSIST_TIME_IN_HOUR = 72;
+    public static final long DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND = 300;
+    public static final int DEFAULT_MAX_KEPT_PER_COORDINATOR = 100_000;
+
+    public PreserverConfig {
+        requireAtLeast(PERSIST_COUNT, persistCountPerClient, 0);
+        requireAtLeast(MAX_KEPT_PER_COORDINATOR, maxKeptPerCoordinator, 1);
+        if (persistTime.isNegative() || persistTime.isZero()) {
+            throw new InvalidConfigException(PERSIST_TIME_IN_HOUR, persistTime.toHours(), "must be at least 1");
+        }
+        if (expireCheckInterval.isNegative() || expireCheckInterval.isZero()) {
+            throw new InvalidConfigException(EXPIRE_CHECK_INTERVAL_IN_SECOND, expireCheckInterval.toSeconds(),
+                    "must be at least 1");
+        }
+    }
+
+    public static PreserverConfig defaults() {
+        return fromProperties(new Properties());
+    }
+
+    /** Reads the plugin's keys from the broker's properties (broker.conf and its overrides). */
+    public static PreserverConfig fromProperties(Properties properties) {
+        int count = (int) readLong(properties, PERSIST_COUNT, DEFAULT_PERSIST_COUNT, 0, Integer.MAX_VALUE);
+        int maxKept = (int) readLong(properties, MAX_KEPT_PER_COORDINATOR, DEFAULT_MAX_KEPT_PER_COORDINATOR,
+                1, Integer.MAX_VALUE);
+        long hours = readLong(properties, PERSIST_TIME_IN_HOUR, DEFAULT_PERSIST_TIME_IN_HOUR,
+                1, Duration.ofMillis(Long.MAX_VALUE).toHours());
+        long seconds = readLong(properties, EXPIRE_CHECK_INTERVAL_IN_SECOND, DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND,
+                1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
+        return new PreserverConfig(count, maxKept, Duration.ofHours(hours), Duration.ofSeconds(seconds));
+    }
+
+    /** Whether outcomes are kept at all; when not, the coordinator is the stock one. */
+    public boolean enabled() {
+        return persistCountPerClient > 0;
+    }
+
+    private static long readLong(Properties properties, String key, long defaultValue, long min, long max) {
+        Object raw = properties.get(key);
+        if (raw == null) {
+            return defaultValue;
+        }
+        String text = raw.toString().trim();
+        if (text.isEmpty()) {
+            return defaultValue;
+        }
+        long value;
+        try {
+            value = Long.parseLong(text);
+        } catch (NumberFormatException e) {
+            throw new InvalidConfigException(key, text, "is not a whole number");
+        }
+        if (value < min) {
+            throw new InvalidConfigException(key, text, "must be at least " + min);
+        }
+        if (value > max) {
+            throw new InvalidConfigException(key, text, "must be at most " + max);
+        }
+        return value;
+    }
+
+    private static void requireAtLeast(String key, long value, long min) {
+        if (value < min) {
+            throw new InvalidConfigException(key, value, "must be at least " + min);
+        }
+    }
+}

@@ -1,0 +1,23 @@
+package io.github.txnpreserver.preserver;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/** Counters of one coordinator's preserver, read by tests and by the metrics exporter. */
+public final class PreserverStats {
+
+    /** State-topic records skipped because they could not be interpreted. */
+    public final LongAdder malformedRecords = new LongAdder();
+    /** Outcomes made durable in the state topic. */
+    public final LongAdder recordsWritten = new LongAdder();
+    /** State-topic writes of outcomes that failed (each is retried by the broker's end-transaction retry). */
+    public final LongAdder recordWriteFailures = new LongAdder();
+    /** Tombstone writes that failed and were scheduled again. */
+    public final LongAdder tombstoneWriteRetries = new LongAdder();
+    /** Records read by the last restore, tombstones and skipped ones included. */
+    public volatile long restoredRecords;
+    /** Duration of the last restore. */
+    public volatile long restoreMillis;
+    /** Retried commits and aborts answered from a kept outcome, by outcome. */
+    public final LongAdder retriesAnsweredCommitted = new LongAdder();
+    public final LongAdder retriesAnsweredAborted = new LongAdder();
+}

@@ -1,0 +1,212 @@
+package io.github.txnpreserver.preserver;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.MalformedRecordException;
+import io.github.txnpreserver.statetopic.StateRecordCodec;
+import io.github.txnpreserver.statetopic.StateTopic;
+import it.unimi.dsi.fastutil.longs.LongArrayList;
+import java.time.Clock;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps the outcomes of one coordinator's ended transactions (PIP-255's
+ * TransactionMetadataPreserver): in memory, bounded by {@link KeptOutcomes}, and durable in
+ * the coordinator's compacted state topic, from which it restores them when the
+ * coordinator opens.
+ *
+ * <p>The memory holds only what is durable: an outcome is admitted once its record is
+ * written. Evictions and expirations write tombstones; a tombstone write that fails is
+ * retried with backoff until it lands. One that is lost anyway (the broker stops first)
+ * costs nothing but space: restore applies the same limits again and re-deletes.
+ */
+public final class TransactionMetadataPreserver {
+
+    private static final Logger log = LoggerFactory.getLogger(TransactionMetadataPreserver.class);
+    private static final long FIRST_RETRY_DELAY_MILLIS = 100;
+    private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
+
+    private final long coordinatorId;
+    private final PreserverConfig config;
+    private final StateTopic stateTopic;
+    private final Clock clock;
+    private final ScheduledExecutorService executor;
+    private final KeptOutcomes kept;
+    private final PreserverStats stats = new PreserverStats();
+    private volatile ScheduledFuture<?> expiryTask;
+    private volatile boolean closed;
+
+    public TransactionMetadataPreserver(long coordinatorId, PreserverConfig config, StateTopic stateTopic,
+                                        Clock clock, ScheduledExecutorService executor) {
+        this.coordinatorId = coordinatorId;
+        this.config = config;
+        this.stateTopic = stateTopic;
+        this.clock = clock;
+        this.executor = executor;
+        this.kept = new KeptOutcomes(coordinatorId, config.persistCountPerClient(),
+                config.maxKeptPerCoordinator(), config.persistTime().toMillis());
+    }
+
+    /**
+     * Loads the kept outcomes from the state topic. Tombstones remove earlier records; expired
+     * records and those past the limits are deleted again; malformed ones are logged, counted
+     * and skipped.
+     */
+    public CompletableFuture<Void> restore() {
+        long startNanos = System.nanoTime();
+        Map<Long, KeptOutcome> survivors = new LinkedHashMap<>();
+        long[] read = new long[1];
+        return stateTopic.readToEnd((key, value) -> {
+            read[0]++;
+            collectRestored(survivors, key, value);
+        }).thenRun(() -> {
+            admitRestored(survivors);
+            stats.restoredRecords = read[0];
+            stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+            log.info("Coordinator {}: restored {} kept transaction outcomes from {} state-topic records in {} ms"
+                    + " ({} malformed records skipped)", coordinatorId, kept.size(), read[0], stats.restoreMillis,
+                    stats.malformedRecords.sum());
+        });
+    }
+
+    /** Starts the periodic expiry. */
+    public void start() {
+        long intervalMillis = config.expireCheckInterval().toMillis();
+        expiryTask = executor.scheduleWithFixedDelay(this::expireSafely, intervalMillis, intervalMillis,
+                TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Makes an outcome durable in the state topic, then keeps it in memory.
+     *
+     * @return completes once the record is durable; fails if the write failed, in which case
+     *     nothing is kept and the caller must retry
+     */
+    public CompletableFuture<Void> preserve(TxnID txnId, Outcome outcome, String owner) {
+        KeptOutcome outcomeToKeep = new KeptOutcome(txnId, outcome, owner, clock.millis());
+        return stateTopic.write(StateRecordCodec.keyOf(txnId), StateRecordCodec.encode(outcomeToKeep))
+                .whenComplete((ignored, error) -> {
+                    if (error != null) {
+                        stats.recordWriteFailures.increment();
+                        log.warn("Coordinator {}: could not make the outcome of {} durable; the end of the"
+                                + " transaction will be retried", coordinatorId, txnId, error);
+                    } else {
+                        stats.recordsWritten.increment();
+                    }
+                })
+                .thenRun(() -> deleteAll(kept.admit(txnId, outcome, owner, outcomeToKeep.endTimeMillis())));
+    }
+
+    /** The kept outcome of a transaction, or null if none is kept. Never blocks. */
+    public KeptOutcome find(TxnID txnId) {
+        return kept.get(txnId);
+    }
+
+    /** Drops the outcomes past their time-to-live, from memory and from the state topic. */
+    public void expire() {
+        deleteAll(kept.expire(clock.millis()));
+    }
+
+    public int keptCount() {
+        return kept.size();
+    }
+
+    public KeptOutcomes keptOutcomes() {
+        return kept;
+    }
+
+    public PreserverStats stats() {
+        return stats;
+    }
+
+    public long coordinatorId() {
+        return coordinatorId;
+    }
+
+    public CompletableFuture<Void> closeAsync() {
+        closed = true;
+        ScheduledFuture<?> task = expiryTask;
+        if (task != null) {
+            task.cancel(false);
+        }
+        kept.clear();
+        return stateTopic.closeAsync();
+    }
+
+    private void collectRestored(Map<Long, KeptOutcome> survivors, String key, byte[] value) {
+        try {
+            TxnID txnId = StateRecordCodec.parseKey(key);
+            if (txnId.getMostSigBits() != coordinatorId) {
+                throw new MalformedRecordException("key '" + key + "' belongs to another coordinator");
+            }
+            if (value == null) {
+                survivors.remove(txnId.getLeastSigBits());
+                return;
+            }
+            KeptOutcome restored = StateRecordCodec.decode(key, value);
+            // Re-insert so that a re-written outcome takes its latest place in the order.
+            survivors.remove(txnId.getLeastSigBits());
+            survivors.put(txnId.getLeastSigBits(), restored);
+        } catch (MalformedRecordException e) {
+            stats.malformedRecords.increment();
+            log.warn("Coordinator {}: skipping malformed state-topic record: {}", coordinatorId, e.getMessage());
+        }
+    }
+
+    private void admitRestored(Map<Long, KeptOutcome> survivors) {
+        long now = clock.millis();
+        LongArrayList toDelete = new LongArrayList();
+        for (KeptOutcome restored : survivors.values()) {
+            if (kept.isExpired(restored.endTimeMillis(), now)) {
+                toDelete.add(restored.txnId().getLeastSigBits());
+            } else {
+                toDelete.addAll(kept.admit(restored.txnId(), restored.outcome(), restored.owner(),
+                        restored.endTimeMillis()));
+            }
+        }
+        deleteAll(toDelete);
+    }
+
+    private void expireSafely() {
+        try {
+            expire();
+        } catch (RuntimeException e) {
+            log.error("Coordinator {}: expiry of kept transaction outcomes failed", coordinatorId, e);
+        }
+    }
+
+    private void deleteAll(LongArrayList sequences) {
+        for (int i = 0; i < sequences.size(); i++) {
+            deleteUntilDurable(new TxnID(coordinatorId, sequences.getLong(i)), FIRST_RETRY_DELAY_MILLIS);
+        }
+    }
+
+    private void deleteUntilDurable(TxnID txnId, long nextDelayMillis) {
+        if (closed) {
+            return;
+        }
+        stateTopic.delete(StateRecordCodec.keyOf(txnId)).exceptionally(error -> {
+            if (closed) {
+                return null;
+            }
+            stats.tombstoneWriteRetries.increment();
+            log.warn("Coordinator {}: tombstone for {} failed, retrying in {} ms: {}", coordinatorId, txnId,
+                    nextDelayMillis, error.toString());
+            try {
+                executor.schedule(() -> deleteUntilDurable(txnId, Math.min(nextDelayMillis * 2,
+                        MAX_RETRY_DELAY_MILLIS)), nextDelayMillis, TimeUnit.MILLISECONDS);
+            } catch (RejectedExecutionException shuttingDown) {
+                log.debug("Coordinator {}: not retrying tombstone for {}, shutting down", coordinatorId, txnId);
+            }
+            return null;
+        });
+    }
+}

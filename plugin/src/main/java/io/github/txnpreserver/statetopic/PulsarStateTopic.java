@@ -1,0 +1,191 @@
+package io.github.txnpreserver.statetopic;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.admin.PulsarAdminException;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.ProducerAccessMode;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Reader;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.common.util.FutureUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The state topic {@code persistent://pulsar/system/__terminated_txn_state_<TCid>}, through
+ * the broker's internal client.
+ *
+ * <p>Being in {@code pulsar/system}, the broker loads it as a system topic: compacted, never
+ * deduplicated, never deleted for inactivity. It is created explicitly as non-partitioned,
+ * because auto-creation would follow the broker's default topic type.
+ *
+ * <p>Opening order: fence the previous writer (an {@code ExclusiveWithFencing} producer),
+ * then read. Reading goes to a fixed end: the open writes a barrier record under one
+ * reserved key and reads until that record. {@code hasMessageAvailable()} loops can hang
+ * when compaction runs between calls (apache/pulsar PR 18833), and the topic's last message
+ * id may be a tombstone that the compacted view never shows; the barrier is the newest value
+ * of its key, so compaction always keeps it.
+ */
+public final class PulsarStateTopic implements StateTopic {
+
+    private static final Logger log = LoggerFactory.getLogger(PulsarStateTopic.class);
+    private static final String TOPIC_PREFIX = "persistent://pulsar/system/__terminated_txn_state_";
+    /** Reserved key of the restore barrier; not a transaction key (those hold a colon). */
+    static final String BARRIER_KEY = "restore-barrier";
+
+    private final PulsarClient client;
+    private final Producer<byte[]> producer;
+    private final String topic;
+
+    private PulsarStateTopic(PulsarClient client, Producer<byte[]> producer, String topic) {
+        this.client = client;
+        this.producer = producer;
+        this.topic = topic;
+    }
+
+    public static String topicName(long coordinatorId) {
+        return TOPIC_PREFIX + coordinatorId;
+    }
+
+    /** Creates the topic if needed and opens it as its only writer, fencing any previous one. */
+    public static CompletableFuture<StateTopic> open(PulsarClient client, PulsarAdmin admin, long coordinatorId,
+                                                     Duration sendTimeout) {
+        String topic = topicName(coordinatorId);
+        return createNonPartitioned(admin, topic)
+                .thenCompose(ignored -> client.newProducer(Schema.BYTES)
+                        .topic(topic)
+                        .accessMode(ProducerAccessMode.ExclusiveWithFencing)
+                        .enableBatching(false)
+                        .blockIfQueueFull(true)
+                        .sendTimeout((int) sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                        .createAsync())
+                .thenApply(producer -> {
+                    log.info("Opened state topic {} as its only writer", topic);
+                    return new PulsarStateTopic(client, producer, topic);
+                });
+    }
+
+    @Override
+    public CompletableFuture<Void> write(String key, byte[] value) {
+        return producer.newMessage().key(key).value(value).sendAsync().thenApply(id -> null);
+    }
+
+    @Override
+    public CompletableFuture<Void> delete(String key) {
+        return producer.newMessage().key(key).value(null).sendAsync().thenApply(id -> null);
+    }
+
+    @Override
+    public CompletableFuture<Void> readToEnd(Visitor visitor) {
+        byte[] nonce = UUID.randomUUID().toString().getBytes(StandardCharsets.UTF_8);
+        return producer.newMessage().key(BARRIER_KEY).value(nonce).sendAsync()
+                .thenCompose(barrier -> client.newReader(Schema.BYTES)
+                        .topic(topic)
+                        .startMessageId(MessageId.earliest)
+                        .readCompacted(true)
+                        .createAsync()
+                        .thenCompose(reader -> readUntil(reader, barrier, visitor)
+                                .whenComplete((ignored, error) -> reader.closeAsync())));
+    }
+
+    @Override
+    public CompletableFuture<Void> closeAsync() {
+        return producer.closeAsync();
+    }
+
+    @Override
+    public String toString() {
+        return topic;
+    }
+
+    private static CompletableFuture<Void> readUntil(Reader<byte[]> reader, MessageId barrier, Visitor visitor) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        readNext(reader, barrier, visitor, done);
+        return done;
+    }
+
+    /**
+     * Reads in a loop while messages are already queued, and continues from the callback
+     * otherwise: a million queued records must not become a million nested callbacks.
+     */
+    private static void readNext(Reader<byte[]> reader, MessageId barrier, Visitor visitor,
+                                 CompletableFuture<Void> done) {
+        while (true) {
+            CompletableFuture<Message<byte[]>> next = reader.readNextAsync();
+            if (!next.isDone()) {
+                next.whenComplete((message, error) -> {
+                    if (accept(message, error, barrier, visitor, done)) {
+                        readNext(reader, barrier, visitor, done);
+                    }
+                });
+                return;
+            }
+            Message<byte[]> message = null;
+            Throwable error = null;
+            try {
+                message = next.join();
+            } catch (RuntimeException e) {
+                error = e;
+            }
+            if (!accept(message, error, barrier, visitor, done)) {
+                return;
+            }
+        }
+    }
+
+    /** Hands one message over; returns whether to read on. */
+    private static boolean accept(Message<byte[]> message, Throwable error, MessageId barrier, Visitor visitor,
+                                  CompletableFuture<Void> done) {
+        if (error != null) {
+            done.completeExceptionally(FutureUtil.unwrapCompletionException(error));
+            return false;
+        }
+        if (message.getMessageId().compareTo(barrier) >= 0) {
+            done.complete(null);
+            return false;
+        }
+        try {
+            handOver(message, visitor);
+            return true;
+        } catch (RuntimeException e) {
+            done.completeExceptionally(e);
+            return false;
+        }
+    }
+
+    private static void handOver(Message<byte[]> message, Visitor visitor) {
+        if (BARRIER_KEY.equals(message.getKey())) {
+            return;
+        }
+        visitor.accept(message.hasKey() ? message.getKey() : null, message.getData());
+    }
+
+    private static CompletableFuture<Void> createNonPartitioned(PulsarAdmin admin, String topic) {
+        return admin.topics().createNonPartitionedTopicAsync(topic)
+                .exceptionallyCompose(error -> {
+                    if (FutureUtil.unwrapCompletionException(error) instanceof PulsarAdminException.ConflictException) {
+                        return requireNonPartitioned(admin, topic);
+                    }
+                    return CompletableFuture.failedFuture(error);
+                });
+    }
+
+    private static CompletableFuture<Void> requireNonPartitioned(PulsarAdmin admin, String topic) {
+        return admin.topics().getPartitionedTopicMetadataAsync(topic).thenCompose(metadata -> {
+            if (metadata.partitions > 0) {
+                return CompletableFuture.failedFuture(new IllegalStateException("State topic " + topic
+                        + " exists as a partitioned topic with " + metadata.partitions + " partitions; the plugin"
+                        + " needs it non-partitioned. Delete it (its kept outcomes are lost, live transactions"
+                        + " are not) and the coordinator recreates it."));
+            }
+            return CompletableFuture.completedFuture(null);
+        });
+    }
+}

@@ -1,0 +1,34 @@
+package io.github.txnpreserver.statetopic;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One coordinator's compacted state topic, seen as a durable key-value log.
+ *
+ * <p>An instance is the topic's only writer: it is opened fenced, so that once a
+ * coordinator has moved to another broker, the old owner's writes fail instead of
+ * landing after the new owner has restored.
+ */
+public interface StateTopic {
+
+    /** Writes {@code value} under {@code key}; completes once the write is durable. */
+    CompletableFuture<Void> write(String key, byte[] value);
+
+    /** Writes a tombstone for {@code key}, so that compaction drops it. */
+    CompletableFuture<Void> delete(String key);
+
+    /**
+     * Reads the topic's compacted view from the start up to a fixed end (its state when the
+     * call began) and hands each entry to {@code visitor} in log order; a tombstone is
+     * handed over with a null value.
+     */
+    CompletableFuture<Void> readToEnd(Visitor visitor);
+
+    CompletableFuture<Void> closeAsync();
+
+    /** Receives the entries of {@link #readToEnd}. */
+    @FunctionalInterface
+    interface Visitor {
+        void accept(String key, byte[] valueOrNull);
+    }
+}

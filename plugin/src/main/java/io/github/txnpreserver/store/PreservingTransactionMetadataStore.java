@@ -1,0 +1,197 @@
+package io.github.txnpreserver.store;
+
+import io.github.txnpreserver.preserver.KeptOutcome;
+import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.resolution.OutcomeResolver;
+import io.github.txnpreserver.resolution.Resolution;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.common.util.FutureUtil;
+import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
+import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
+import org.apache.pulsar.transaction.coordinator.TxnMeta;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.InvalidTxnStatusException;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.TransactionNotFoundException;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStore;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
+import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
+
+/**
+ * Pulsar's managed-ledger coordinator store, plus a preserver of ended transactions'
+ * outcomes.
+ *
+ * <p>It <em>is</em> an {@link MLTransactionMetadataStore}, so that the transaction log
+ * format, admin {@code coordinatorInternalStats}, the transaction-log metrics, the low
+ * water mark and the max-active check (all of which test {@code instanceof
+ * MLTransactionMetadataStore} or read its map) stay exactly as stock. It changes two
+ * things:
+ * <ol>
+ *   <li>{@link #getTxnMeta} resolves through {@link OutcomeResolver}: a transaction no
+ *       longer live is answered from its kept outcome.</li>
+ *   <li>{@link #updateTxnStatus} hooks the commit chain:
+ *     <pre>
+ *   OPEN ──append COMMITTING──▶ startPreserving ─┐ (record written in parallel with the end markers)
+ *                                                ▼
+ *   markers sent ──▶ awaitPreserved ──▶ append COMMITTED (store forgets the transaction)
+ *     </pre>
+ *       The terminal entry is appended only once the outcome is durable in the state
+ *       topic: after it, the store forgets the transaction and its log entries are
+ *       released, so the record is the only trace left.</li>
+ * </ol>
+ */
+public class PreservingTransactionMetadataStore extends MLTransactionMetadataStore {
+
+    private final TransactionMetadataPreserver preserver;
+    private final OutcomeResolver resolver;
+    /** Durability of the outcome record of each finishing transaction, by sequence id. */
+    private final Map<Long, CompletableFuture<Void>> preserving = new ConcurrentHashMap<>();
+    /** The terminal step of each finishing transaction, so that concurrent ends share one. */
+    private final Map<Long, CompletableFuture<Void>> ending = new ConcurrentHashMap<>();
+
+    public PreservingTransactionMetadataStore(TransactionCoordinatorID tcID, MLTransactionLogImpl transactionLog,
+                                              TransactionTimeoutTracker timeoutTracker,
+                                              MLTransactionSequenceIdGenerator sequenceIdGenerator,
+                                              long maxActiveTransactionsPerCoordinator,
+                                              TransactionMetadataPreserver preserver) {
+        super(tcID, transactionLog, timeoutTracker, sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
+        this.preserver = preserver;
+        this.resolver = new OutcomeResolver(this::liveTxnMeta, preserver);
+    }
+
+    public TransactionMetadataPreserver preserver() {
+        return preserver;
+    }
+
+    public OutcomeResolver resolver() {
+        return resolver;
+    }
+
+    @Override
+    public CompletableFuture<TxnMeta> getTxnMeta(TxnID txnId) {
+        OutcomeResolver.Answer answer = resolver.resolve(txnId);
+        if (answer.resolution() == Resolution.NOT_FOUND) {
+            return FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
+        }
+        return CompletableFuture.completedFuture(answer.meta());
+    }
+
+    @Override
+    public CompletableFuture<TxnStatus> getTxnStatus(TxnID txnId) {
+        return getTxnMeta(txnId).thenApply(TxnMeta::status);
+    }
+
+    @Override
+    public CompletableFuture<Void> updateTxnStatus(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
+                                                   boolean isTimeout) {
+        return switch (newStatus) {
+            case COMMITTING, ABORTING -> beginEnding(txnId, newStatus, expectedStatus, isTimeout);
+            case COMMITTED, ABORTED -> finishEnding(txnId, newStatus, expectedStatus, isTimeout);
+            default -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
+        };
+    }
+
+    @Override
+    public CompletableFuture<Void> closeAsync() {
+        return super.closeAsync().thenCompose(ignored -> {
+            preserving.clear();
+            ending.clear();
+            return preserver.closeAsync();
+        });
+    }
+
+    /** Step 1: the finishing entry; once durable, the outcome record starts on its way. */
+    private CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
+                                                boolean isTimeout) {
+        return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)
+                .thenRun(() -> startPreserving(txnId));
+    }
+
+    /** Step 2, in parallel with the end markers: write the outcome record, once per transaction. */
+    private CompletableFuture<Void> startPreserving(TxnID txnId) {
+        return preserving.computeIfAbsent(txnId.getLeastSigBits(), sequence -> preserveLive(txnId));
+    }
+
+    private CompletableFuture<Void> preserveLive(TxnID txnId) {
+        TxnMeta live = liveTxnMeta(txnId);
+        Outcome outcome = live == null ? null : Outcome.of(live.status());
+        if (outcome == null) {
+            return FutureUtil.failedFuture(new InvalidTxnStatusException(
+                    "Transaction " + txnId + " is not finishing; its outcome cannot be preserved"));
+        }
+        return preserver.preserve(txnId, outcome, live.getOwner());
+    }
+
+    /**
+     * Step 3: the terminal entry, once the record is durable. A transaction no longer live
+     * has ended already: a retry of the same end succeeds, a conflicting one is refused.
+     */
+    private CompletableFuture<Void> finishEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
+                                                 boolean isTimeout) {
+        TxnMeta live = liveTxnMeta(txnId);
+        if (live == null) {
+            return answerFromKeptOutcome(txnId, newStatus);
+        }
+        if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
+            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
+        }
+        long sequence = txnId.getLeastSigBits();
+        CompletableFuture<Void> end = new CompletableFuture<>();
+        CompletableFuture<Void> running = ending.putIfAbsent(sequence, end);
+        if (running != null) {
+            return running;
+        }
+        awaitPreserved(txnId)
+                .thenCompose(ignored -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout))
+                .whenComplete((ignored, error) -> {
+                    ending.remove(sequence, end);
+                    if (error == null) {
+                        preserving.remove(sequence);
+                        end.complete(null);
+                    } else {
+                        end.completeExceptionally(FutureUtil.unwrapCompletionException(error));
+                    }
+                });
+        return end;
+    }
+
+    /**
+     * The record's durability. A failed write is forgotten so that the broker's retry of the
+     * end writes it again, and reported as a failure the broker retries.
+     */
+    private CompletableFuture<Void> awaitPreserved(TxnID txnId) {
+        CompletableFuture<Void> durable = startPreserving(txnId);
+        return durable.exceptionallyCompose(error -> {
+            preserving.remove(txnId.getLeastSigBits(), durable);
+            return FutureUtil.failedFuture(new StateTopicWriteException(
+                    "Outcome of " + txnId + " is not durable in the state topic yet",
+                    FutureUtil.unwrapCompletionException(error)));
+        });
+    }
+
+    private CompletableFuture<Void> answerFromKeptOutcome(TxnID txnId, TxnStatus newStatus) {
+        KeptOutcome kept = preserver.find(txnId);
+        if (kept == null) {
+            return FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
+        }
+        if (kept.outcome() != Outcome.of(newStatus)) {
+            return FutureUtil.failedFuture(new InvalidTxnStatusException(
+                    "Transaction " + txnId + " was already " + kept.outcome().name().toLowerCase()
+                            + "; it cannot become " + newStatus));
+        }
+        if (kept.outcome() == Outcome.COMMITTED) {
+            preserver.stats().retriesAnsweredCommitted.increment();
+        } else {
+            preserver.stats().retriesAnsweredAborted.increment();
+        }
+        return CompletableFuture.completedFuture(null);
+    }
+
+    private TxnMeta liveTxnMeta(TxnID txnId) {
+        CompletableFuture<TxnMeta> live = super.getTxnMeta(txnId);
+        return live.isDone() && !live.isCompletedExceptionally() ? live.join() : null;
+    }
+}
