@@ -1,0 +1,200 @@
+package io.github.txnpreserver.testing;
+
+import static org.mockito.ArgumentMatchers.anyLong;
+import static org.mockito.ArgumentMatchers.anyString;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
+import io.netty.util.HashedWheelTimer;
+import java.lang.reflect.Field;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.broker.TransactionMetadataStoreService;
+import org.apache.pulsar.broker.transaction.recover.TransactionRecoverTrackerImpl;
+import org.apache.pulsar.client.api.transaction.TransactionBufferClient;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.common.api.proto.TxnAction;
+import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
+import org.apache.pulsar.transaction.coordinator.TransactionMetadataStore;
+import org.apache.pulsar.transaction.coordinator.TransactionSubscription;
+import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
+
+/**
+ * One transaction coordinator as the broker runs it: the stock
+ * {@link TransactionMetadataStoreService} (its real end-transaction chain, ownership check
+ * and retry loop) over a {@link PreservingTransactionMetadataStore}, with the transaction
+ * log and the state topic in memory and end markers recorded instead of sent.
+ *
+ * <p>Every collaborator records into one {@link CallLog}:
+ * {@code log <op> <key>}, {@code state-write <key>}, {@code marker <COMMIT|ABORT> <partition> <key>}.
+ */
+public final class CoordinatorHarness implements AutoCloseable {
+
+    public static final long TC_ID = 0;
+    public static final long START_MILLIS = 1_700_000_000_000L;
+
+    private final PreserverConfig config;
+    private final CallLog callLog = new CallLog();
+    private final MutableClock clock = new MutableClock(START_MILLIS);
+    private final InMemoryTransactionLog transactionLog = new InMemoryTransactionLog(callLog);
+    private final InMemoryStateTopic stateTopic = new InMemoryStateTopic(callLog);
+    private final HashedWheelTimer timer = new HashedWheelTimer(10, TimeUnit.MILLISECONDS);
+    private final TransactionBufferClient markers = mock(TransactionBufferClient.class);
+    private TransactionMetadataStoreService service;
+    private PreservingTransactionMetadataStore store;
+
+    private CoordinatorHarness(PreserverConfig config) {
+        this.config = config;
+        when(markers.commitTxnOnTopic(anyString(), anyLong(), anyLong(), anyLong()))
+                .thenAnswer(call -> marker("COMMIT", call.getArgument(0), call.getArgument(1), call.getArgument(2)));
+        when(markers.abortTxnOnTopic(anyString(), anyLong(), anyLong(), anyLong()))
+                .thenAnswer(call -> marker("ABORT", call.getArgument(0), call.getArgument(1), call.getArgument(2)));
+        when(markers.commitTxnOnSubscription(anyString(), anyString(), anyLong(), anyLong(), anyLong()))
+                .thenAnswer(call -> marker("COMMIT", call.getArgument(0) + "/" + call.getArgument(1),
+                        call.getArgument(2), call.getArgument(3)));
+        when(markers.abortTxnOnSubscription(anyString(), anyString(), anyLong(), anyLong(), anyLong()))
+                .thenAnswer(call -> marker("ABORT", call.getArgument(0) + "/" + call.getArgument(1),
+                        call.getArgument(2), call.getArgument(3)));
+    }
+
+    /** A coordinator keeping {@code perClient} outcomes per client, at most {@code total} in all, for 72 h. */
+    public static CoordinatorHarness start(int perClient, int total) {
+        return start(new PreserverConfig(perClient, total, Duration.ofHours(72), Duration.ofSeconds(300)));
+    }
+
+    public static CoordinatorHarness start(PreserverConfig config) {
+        CoordinatorHarness harness = new CoordinatorHarness(config);
+        harness.openCoordinator();
+        return harness;
+    }
+
+    /** Closes the coordinator and opens it again over the same log and state topic, as a broker restart does. */
+    public void restart() {
+        store.closeAsync().join();
+        openCoordinator();
+    }
+
+    public TxnID open(String owner) {
+        return store.newTransaction(60_000, owner).join();
+    }
+
+    public void produce(TxnID txn, String partition) {
+        store.addProducedPartitionToTxn(txn, List.of(partition)).join();
+    }
+
+    public void acknowledge(TxnID txn, String topic, String subscription) {
+        store.addAckedPartitionToTxn(txn, List.of(TransactionSubscription.builder()
+                .topic(topic).subscription(subscription).build())).join();
+    }
+
+    /** A client's commit request, as ServerCnx handles it: ownership check, then the end chain. */
+    public CompletableFuture<Void> commit(TxnID txn, String role) {
+        return end(txn, TxnAction.COMMIT_VALUE, role);
+    }
+
+    /** A client's abort request, as ServerCnx handles it. */
+    public CompletableFuture<Void> abort(TxnID txn, String role) {
+        return end(txn, TxnAction.ABORT_VALUE, role);
+    }
+
+    /** The coordinator's own abort of a transaction that timed out. */
+    public CompletableFuture<Void> timeoutAbort(TxnID txn) {
+        return service.endTransaction(txn, TxnAction.ABORT_VALUE, true);
+    }
+
+    public CompletableFuture<Boolean> isOwner(TxnID txn, String role) {
+        return service.verifyTxnOwnership(txn, role);
+    }
+
+    public long markerCount(String action, String partition, TxnID txn) {
+        return callLog.count("marker " + action + " " + partition + " " + key(txn));
+    }
+
+    public static String key(TxnID txn) {
+        return txn.getMostSigBits() + ":" + txn.getLeastSigBits();
+    }
+
+    public PreservingTransactionMetadataStore store() {
+        return store;
+    }
+
+    public TransactionMetadataStoreService service() {
+        return service;
+    }
+
+    public TransactionMetadataPreserver preserver() {
+        return store.preserver();
+    }
+
+    public CallLog callLog() {
+        return callLog;
+    }
+
+    public MutableClock clock() {
+        return clock;
+    }
+
+    public InMemoryTransactionLog transactionLog() {
+        return transactionLog;
+    }
+
+    public InMemoryStateTopic stateTopic() {
+        return stateTopic;
+    }
+
+    @Override
+    public void close() {
+        store.closeAsync().join();
+        timer.stop();
+    }
+
+    private CompletableFuture<Void> end(TxnID txn, int action, String role) {
+        return service.verifyTxnOwnership(txn, role).thenCompose(isOwner -> isOwner
+                ? service.endTransaction(txn, action, false)
+                : CompletableFuture.failedFuture(new CoordinatorException.TransactionNotFoundException(
+                        "Client (" + role + ") is neither the owner of the transaction " + txn + " nor a super user")));
+    }
+
+    private CompletableFuture<TxnID> marker(String action, String partition, long most, long least) {
+        callLog.record("marker " + action + " " + partition + " " + most + ":" + least);
+        return CompletableFuture.completedFuture(new TxnID(most, least));
+    }
+
+    private void openCoordinator() {
+        service = new TransactionMetadataStoreService(null, null, markers, timer);
+        TransactionCoordinatorID tcId = TransactionCoordinatorID.get(TC_ID);
+        TransactionTimeoutTracker timeoutTracker = mock(TransactionTimeoutTracker.class);
+        MLTransactionSequenceIdGenerator sequenceIds = new MLTransactionSequenceIdGenerator();
+        sequenceIds.onManagedLedgerPropertiesInitialize(Map.of(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID,
+                Long.toString(transactionLog.maxLocalTxnId())));
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC_ID, config, stateTopic, clock,
+                Executors.newSingleThreadScheduledExecutor());
+        preserver.restore().join();
+        TransactionRecoverTrackerImpl recoverTracker = new TransactionRecoverTrackerImpl(service, timeoutTracker,
+                TC_ID);
+        store = (PreservingTransactionMetadataStore) new PreservingTransactionMetadataStore(tcId,
+                transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver).init(recoverTracker).join();
+        registerInService(tcId, store);
+        recoverTracker.handleCommittingAndAbortingTransaction();
+    }
+
+    @SuppressWarnings("unchecked")
+    private void registerInService(TransactionCoordinatorID tcId, TransactionMetadataStore metadataStore) {
+        try {
+            Field stores = TransactionMetadataStoreService.class.getDeclaredField("stores");
+            stores.setAccessible(true);
+            ((Map<TransactionCoordinatorID, TransactionMetadataStore>) stores.get(service)).put(tcId, metadataStore);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

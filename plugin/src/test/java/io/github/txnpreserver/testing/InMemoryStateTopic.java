@@ -1,0 +1,144 @@
+package io.github.txnpreserver.testing;
+
+import io.github.txnpreserver.statetopic.StateTopic;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A state topic kept in memory: an append-only log with compaction on demand, writes that
+ * can be made to fail or to wait, and every write recorded in a {@link CallLog} as
+ * {@code state-write <key>} / {@code state-delete <key>} once durable.
+ */
+public final class InMemoryStateTopic implements StateTopic {
+
+    private final CallLog callLog;
+    private final List<Entry> log = new ArrayList<>();
+    private final AtomicInteger failingWrites = new AtomicInteger();
+    private final List<Runnable> heldWrites = new ArrayList<>();
+    private boolean holdWrites;
+    private boolean closed;
+
+    public InMemoryStateTopic(CallLog callLog) {
+        this.callLog = callLog;
+    }
+
+    public record Entry(String key, byte[] value) {
+    }
+
+    /** The next {@code count} writes or deletes fail. */
+    public void failNextWrites(int count) {
+        failingWrites.set(count);
+    }
+
+    /** Writes wait until {@link #releaseHeldWrites()}. */
+    public synchronized void holdWrites() {
+        holdWrites = true;
+    }
+
+    public void releaseHeldWrites() {
+        List<Runnable> held;
+        synchronized (this) {
+            holdWrites = false;
+            held = new ArrayList<>(heldWrites);
+            heldWrites.clear();
+        }
+        held.forEach(Runnable::run);
+    }
+
+    public synchronized int heldWriteCount() {
+        return heldWrites.size();
+    }
+
+    /** Appends an entry as if another writer (or corruption) had put it there. */
+    public synchronized void appendRaw(String key, byte[] value) {
+        log.add(new Entry(key, value));
+    }
+
+    /** Keeps only the newest entry per key and drops keys whose newest entry is a tombstone. */
+    public synchronized void compact() {
+        Map<String, Entry> newest = new LinkedHashMap<>();
+        List<Entry> withoutKey = new ArrayList<>();
+        for (Entry entry : log) {
+            if (entry.key() == null) {
+                withoutKey.add(entry);
+            } else {
+                newest.remove(entry.key());
+                newest.put(entry.key(), entry);
+            }
+        }
+        log.clear();
+        log.addAll(withoutKey);
+        newest.values().stream().filter(entry -> entry.value() != null).forEach(log::add);
+    }
+
+    public synchronized List<Entry> entries() {
+        return List.copyOf(log);
+    }
+
+    /** Keys whose newest entry is a value, not a tombstone. */
+    public synchronized List<String> liveKeys() {
+        Map<String, Entry> newest = new LinkedHashMap<>();
+        for (Entry entry : log) {
+            if (entry.key() != null) {
+                newest.put(entry.key(), entry);
+            }
+        }
+        return newest.values().stream().filter(e -> e.value() != null).map(Entry::key).toList();
+    }
+
+    public synchronized boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public CompletableFuture<Void> write(String key, byte[] value) {
+        return append(key, value, "state-write ");
+    }
+
+    @Override
+    public CompletableFuture<Void> delete(String key) {
+        return append(key, null, "state-delete ");
+    }
+
+    @Override
+    public synchronized CompletableFuture<Void> readToEnd(Visitor visitor) {
+        for (Entry entry : List.copyOf(log)) {
+            visitor.accept(entry.key(), entry.value());
+        }
+        return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
+    public synchronized CompletableFuture<Void> closeAsync() {
+        closed = true;
+        return CompletableFuture.completedFuture(null);
+    }
+
+    private CompletableFuture<Void> append(String key, byte[] value, String call) {
+        CompletableFuture<Void> durable = new CompletableFuture<>();
+        Runnable write = () -> {
+            if (failingWrites.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                callLog.record(call + "failed " + key);
+                durable.completeExceptionally(new IllegalStateException("injected state-topic write failure"));
+                return;
+            }
+            synchronized (this) {
+                log.add(new Entry(key, value));
+            }
+            callLog.record(call + key);
+            durable.complete(null);
+        };
+        synchronized (this) {
+            if (holdWrites) {
+                heldWrites.add(write);
+                return durable;
+            }
+        }
+        write.run();
+        return durable;
+    }
+}

@@ -1,0 +1,128 @@
+package io.github.txnpreserver.testing;
+
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.ArgumentMatchers.anyList;
+import static org.mockito.Mockito.doAnswer;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Predicate;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.bookkeeper.mledger.PositionFactory;
+import org.apache.pulsar.transaction.coordinator.TransactionLogReplayCallback;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
+import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
+
+/**
+ * The coordinator's transaction log, in memory, behind a mock of {@link MLTransactionLogImpl}.
+ * It survives a coordinator restart (the harness hands the same log to the new store), and
+ * records each append in the {@link CallLog} as {@code log <op> <key>}, where op is NEW,
+ * ADD_PARTITION, ADD_SUBSCRIPTION or the new status of an UPDATE.
+ */
+public final class InMemoryTransactionLog {
+
+    private final CallLog callLog;
+    private final List<Position> positions = new ArrayList<>();
+    private final List<TransactionMetadataEntry> entries = new ArrayList<>();
+    private final Set<Position> deleted = new HashSet<>();
+    private final List<Runnable> heldAppends = new ArrayList<>();
+    private Predicate<String> holdWhen = op -> false;
+
+    public InMemoryTransactionLog(CallLog callLog) {
+        this.callLog = callLog;
+    }
+
+    /** A fresh mock over this log, for one incarnation of the coordinator. */
+    public MLTransactionLogImpl newMock() {
+        MLTransactionLogImpl mock = mock(MLTransactionLogImpl.class);
+        when(mock.append(any())).thenAnswer(call -> append(call.getArgument(0)));
+        when(mock.deletePosition(anyList())).thenAnswer(call -> {
+            synchronized (this) {
+                deleted.addAll(call.getArgument(0));
+            }
+            return CompletableFuture.completedFuture(null);
+        });
+        when(mock.closeAsync()).thenReturn(CompletableFuture.completedFuture(null));
+        doAnswer(call -> {
+            replay(call.getArgument(0));
+            return null;
+        }).when(mock).replayAsync(any());
+        return mock;
+    }
+
+    /** Appends whose op matches wait until {@link #releaseHeldAppends()}. */
+    public synchronized void holdAppends(Predicate<String> opMatches) {
+        holdWhen = opMatches;
+    }
+
+    public void releaseHeldAppends() {
+        List<Runnable> held;
+        synchronized (this) {
+            holdWhen = op -> false;
+            held = new ArrayList<>(heldAppends);
+            heldAppends.clear();
+        }
+        held.forEach(Runnable::run);
+    }
+
+    public synchronized int heldAppendCount() {
+        return heldAppends.size();
+    }
+
+    /** The highest transaction sequence id the log has seen, as the ledger properties would hold it. */
+    public synchronized long maxLocalTxnId() {
+        return entries.stream().mapToLong(TransactionMetadataEntry::getMaxLocalTxnId).max().orElse(-1L);
+    }
+
+    public static String opOf(TransactionMetadataEntry entry) {
+        return entry.getMetadataOp() == TransactionMetadataEntry.TransactionMetadataOp.UPDATE
+                ? entry.getNewStatus().name() : entry.getMetadataOp().name();
+    }
+
+    private CompletableFuture<Position> append(TransactionMetadataEntry entry) {
+        String op = opOf(entry);
+        CompletableFuture<Position> durable = new CompletableFuture<>();
+        Runnable write = () -> {
+            Position position;
+            synchronized (this) {
+                position = PositionFactory.create(1, entries.size());
+                positions.add(position);
+                entries.add(entry);
+            }
+            callLog.record("log " + op + " " + entry.getTxnidMostBits() + ":" + entry.getTxnidLeastBits());
+            durable.complete(position);
+        };
+        synchronized (this) {
+            if (holdWhen.test(op)) {
+                heldAppends.add(write);
+                return durable;
+            }
+        }
+        write.run();
+        return durable;
+    }
+
+    private void replay(TransactionLogReplayCallback callback) {
+        List<Position> replayPositions;
+        List<TransactionMetadataEntry> replayEntries;
+        synchronized (this) {
+            replayPositions = new ArrayList<>();
+            replayEntries = new ArrayList<>();
+            for (int i = 0; i < entries.size(); i++) {
+                if (!deleted.contains(positions.get(i))) {
+                    replayPositions.add(positions.get(i));
+                    replayEntries.add(entries.get(i));
+                }
+            }
+        }
+        for (int i = 0; i < replayEntries.size(); i++) {
+            callback.handleMetadataEntry(replayPositions.get(i), replayEntries.get(i));
+        }
+        callback.replayComplete();
+    }
+}
