@@ -41,7 +41,16 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
             + " add its archive to brokerInterceptorsDirectory and 'txn-preserver' to brokerInterceptors in"
             + " broker.conf (see broker-conf-overlay/)";
 
-    private final MLTransactionMetadataStoreProvider stock = new MLTransactionMetadataStoreProvider();
+    private final TransactionMetadataStoreProvider stock;
+
+    /** Used by the broker, through {@code transactionMetadataStoreProviderClassName}. */
+    public PreservingMetadataStoreProvider() {
+        this(new MLTransactionMetadataStoreProvider());
+    }
+
+    PreservingMetadataStoreProvider(TransactionMetadataStoreProvider stock) {
+        this.stock = stock;
+    }
 
     @Override
     public CompletableFuture<TransactionMetadataStore> openStore(

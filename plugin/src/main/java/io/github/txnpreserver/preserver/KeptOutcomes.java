@@ -35,6 +35,8 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  */
 public final class KeptOutcomes {
 
+    private static final long[] NONE = new long[0];
+
     private final long coordinatorId;
     private final int perClientLimit;
     private final int totalLimit;
@@ -66,18 +68,18 @@ public final class KeptOutcomes {
      *     caller deletes them from the state topic. Admitting a transaction already kept
      *     changes nothing and evicts nothing.
      */
-    public synchronized LongArrayList admit(TxnID txnId, Outcome outcome, String owner, long endTimeMillis) {
+    public synchronized long[] admit(TxnID txnId, Outcome outcome, String owner, long endTimeMillis) {
         checkCoordinator(txnId);
         long sequence = txnId.getLeastSigBits();
-        LongArrayList evicted = new LongArrayList(0);
         if (bySequence.containsKey(sequence)) {
-            return evicted;
+            return NONE;
         }
         Bucket bucket = bucketOf(owner);
         Node node = new Node(sequence, outcome == Outcome.COMMITTED, endTimeMillis, bucket);
         bySequence.put(sequence, node);
         linkNewest(node);
         bucket.append(node);
+        LongArrayList evicted = new LongArrayList(0);
         while (bucket.size > perClientLimit) {
             evicted.add(removeHeadOf(bucket));
             perClientEvictions++;
@@ -86,7 +88,7 @@ public final class KeptOutcomes {
             evicted.add(removeHeadOf(oldest.bucket));
             coordinatorEvictions++;
         }
-        return evicted;
+        return evicted.isEmpty() ? NONE : evicted.toLongArray();
     }
 
     /** The kept outcome of a transaction, or null. */
@@ -111,13 +113,13 @@ public final class KeptOutcomes {
      *
      * @return the sequence ids dropped
      */
-    public synchronized LongArrayList expire(long nowMillis) {
+    public synchronized long[] expire(long nowMillis) {
         LongArrayList expired = new LongArrayList(0);
         while (oldest != null && isExpired(oldest.endTimeMillis, nowMillis)) {
             expired.add(removeHeadOf(oldest.bucket));
             expirations++;
         }
-        return expired;
+        return expired.isEmpty() ? NONE : expired.toLongArray();
     }
 
     /** Whether an outcome that ended at {@code endTimeMillis} is past its time-to-live. */

@@ -168,11 +168,11 @@ public final class TransactionMetadataPreserver {
             if (kept.isExpired(restored.endTimeMillis(), now)) {
                 toDelete.add(restored.txnId().getLeastSigBits());
             } else {
-                toDelete.addAll(kept.admit(restored.txnId(), restored.outcome(), restored.owner(),
+                toDelete.addElements(toDelete.size(), kept.admit(restored.txnId(), restored.outcome(), restored.owner(),
                         restored.endTimeMillis()));
             }
         }
-        deleteAll(toDelete);
+        deleteAll(toDelete.toLongArray());
     }
 
     private void expireSafely() {
@@ -183,9 +183,9 @@ public final class TransactionMetadataPreserver {
         }
     }
 
-    private void deleteAll(LongArrayList sequences) {
-        for (int i = 0; i < sequences.size(); i++) {
-            deleteUntilDurable(new TxnID(coordinatorId, sequences.getLong(i)), FIRST_RETRY_DELAY_MILLIS);
+    private void deleteAll(long[] sequences) {
+        for (long sequence : sequences) {
+            deleteUntilDurable(new TxnID(coordinatorId, sequence), FIRST_RETRY_DELAY_MILLIS);
         }
     }
 

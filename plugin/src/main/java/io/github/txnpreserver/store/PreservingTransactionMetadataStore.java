@@ -8,6 +8,7 @@ import io.github.txnpreserver.resolution.Resolution;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.apache.pulsar.common.util.FutureUtil;
 import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
@@ -49,8 +50,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private final OutcomeResolver resolver;
     /** Durability of the outcome record of each finishing transaction, by sequence id. */
     private final Map<Long, CompletableFuture<Void>> preserving = new ConcurrentHashMap<>();
-    /** The terminal step of each finishing transaction, so that concurrent ends share one. */
-    private final Map<Long, CompletableFuture<Void>> ending = new ConcurrentHashMap<>();
+    /** The finishing-entry step in flight per transaction, so that concurrent ends share one. */
+    private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
+    /** The terminal-entry step in flight per transaction, so that concurrent ends share one. */
+    private final Map<Long, InFlight> ending = new ConcurrentHashMap<>();
 
     public PreservingTransactionMetadataStore(TransactionCoordinatorID tcID, MLTransactionLogImpl transactionLog,
                                               TransactionTimeoutTracker timeoutTracker,
@@ -98,16 +101,21 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     public CompletableFuture<Void> closeAsync() {
         return super.closeAsync().thenCompose(ignored -> {
             preserving.clear();
+            beginning.clear();
             ending.clear();
             return preserver.closeAsync();
         });
     }
 
-    /** Step 1: the finishing entry; once durable, the outcome record starts on its way. */
+    /**
+     * Step 1: the finishing entry; once durable, the outcome record starts on its way.
+     * Concurrent identical requests share one entry: the stock store would append a second
+     * one and then refuse the request that appended it.
+     */
     private CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                 boolean isTimeout) {
-        return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)
-                .thenRun(() -> startPreserving(txnId));
+        return joinOrRun(beginning, txnId, newStatus, () -> super.updateTxnStatus(txnId, newStatus, expectedStatus,
+                isTimeout).thenRun(() -> startPreserving(txnId)));
     }
 
     /** Step 2, in parallel with the end markers: write the outcome record, once per transaction. */
@@ -138,24 +146,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
             return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
         }
-        long sequence = txnId.getLeastSigBits();
-        CompletableFuture<Void> end = new CompletableFuture<>();
-        CompletableFuture<Void> running = ending.putIfAbsent(sequence, end);
-        if (running != null) {
-            return running;
-        }
-        awaitPreserved(txnId)
+        return joinOrRun(ending, txnId, newStatus, () -> awaitPreserved(txnId)
                 .thenCompose(ignored -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout))
-                .whenComplete((ignored, error) -> {
-                    ending.remove(sequence, end);
-                    if (error == null) {
-                        preserving.remove(sequence);
-                        end.complete(null);
-                    } else {
-                        end.completeExceptionally(FutureUtil.unwrapCompletionException(error));
-                    }
-                });
-        return end;
+                .thenRun(() -> preserving.remove(txnId.getLeastSigBits())));
     }
 
     /**
@@ -188,6 +181,33 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             preserver.stats().retriesAnsweredAborted.increment();
         }
         return CompletableFuture.completedFuture(null);
+    }
+
+    /**
+     * Runs {@code step} for a transaction unless the same step towards the same status is in
+     * flight, in which case the caller shares its result. A step towards another status runs
+     * on its own, and the stock store refuses whichever loses.
+     */
+    private static CompletableFuture<Void> joinOrRun(Map<Long, InFlight> inFlight, TxnID txnId, TxnStatus newStatus,
+                                                     Supplier<CompletableFuture<Void>> step) {
+        long sequence = txnId.getLeastSigBits();
+        InFlight mine = new InFlight(newStatus, new CompletableFuture<>());
+        InFlight running = inFlight.putIfAbsent(sequence, mine);
+        if (running != null) {
+            return running.status() == newStatus ? running.result() : step.get();
+        }
+        step.get().whenComplete((ignored, error) -> {
+            inFlight.remove(sequence, mine);
+            if (error == null) {
+                mine.result().complete(null);
+            } else {
+                mine.result().completeExceptionally(FutureUtil.unwrapCompletionException(error));
+            }
+        });
+        return mine.result();
+    }
+
+    private record InFlight(TxnStatus status, CompletableFuture<Void> result) {
     }
 
     private TxnMeta liveTxnMeta(TxnID txnId) {

@@ -18,6 +18,7 @@ public final class InMemoryStateTopic implements StateTopic {
     private final CallLog callLog;
     private final List<Entry> log = new ArrayList<>();
     private final AtomicInteger failingWrites = new AtomicInteger();
+    private final AtomicInteger failingDeletes = new AtomicInteger();
     private final List<Runnable> heldWrites = new ArrayList<>();
     private boolean holdWrites;
     private boolean closed;
@@ -29,9 +30,14 @@ public final class InMemoryStateTopic implements StateTopic {
     public record Entry(String key, byte[] value) {
     }
 
-    /** The next {@code count} writes or deletes fail. */
+    /** The next {@code count} record writes fail. */
     public void failNextWrites(int count) {
         failingWrites.set(count);
+    }
+
+    /** The next {@code count} tombstones fail. */
+    public void failNextDeletes(int count) {
+        failingDeletes.set(count);
     }
 
     /** Writes wait until {@link #releaseHeldWrites()}. */
@@ -47,6 +53,12 @@ public final class InMemoryStateTopic implements StateTopic {
             heldWrites.clear();
         }
         held.forEach(Runnable::run);
+    }
+
+    /** Held writes are lost, as when the broker dies before they reach the bookies. */
+    public synchronized void dropHeldWrites() {
+        holdWrites = false;
+        heldWrites.clear();
     }
 
     public synchronized int heldWriteCount() {
@@ -96,12 +108,12 @@ public final class InMemoryStateTopic implements StateTopic {
 
     @Override
     public CompletableFuture<Void> write(String key, byte[] value) {
-        return append(key, value, "state-write ");
+        return append(key, value, "state-write ", failingWrites);
     }
 
     @Override
     public CompletableFuture<Void> delete(String key) {
-        return append(key, null, "state-delete ");
+        return append(key, null, "state-delete ", failingDeletes);
     }
 
     @Override
@@ -118,10 +130,10 @@ public final class InMemoryStateTopic implements StateTopic {
         return CompletableFuture.completedFuture(null);
     }
 
-    private CompletableFuture<Void> append(String key, byte[] value, String call) {
+    private CompletableFuture<Void> append(String key, byte[] value, String call, AtomicInteger failures) {
         CompletableFuture<Void> durable = new CompletableFuture<>();
         Runnable write = () -> {
-            if (failingWrites.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            if (failures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                 callLog.record(call + "failed " + key);
                 durable.completeExceptionally(new IllegalStateException("injected state-topic write failure"));
                 return;

@@ -1,0 +1,86 @@
+package io.github.txnpreserver.broker;
+
+import static io.github.txnpreserver.testing.Futures.await;
+import static io.github.txnpreserver.testing.Futures.failureOf;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.verify;
+import static org.mockito.Mockito.verifyNoInteractions;
+import static org.mockito.Mockito.when;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.StateTopic;
+import io.netty.util.Timer;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
+import org.apache.bookkeeper.mledger.ManagedLedgerFactory;
+import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
+import org.apache.pulsar.transaction.coordinator.TransactionMetadataStore;
+import org.apache.pulsar.transaction.coordinator.TransactionMetadataStoreProvider;
+import org.apache.pulsar.transaction.coordinator.TransactionRecoverTracker;
+import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
+import org.apache.pulsar.transaction.coordinator.impl.TxnLogBufferedWriterConfig;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+@DisplayName("The metadata store provider")
+class PreservingMetadataStoreProviderTest {
+
+    private final TransactionMetadataStoreProvider stock = mock(TransactionMetadataStoreProvider.class);
+    private final PreservingMetadataStoreProvider provider = new PreservingMetadataStoreProvider(stock);
+    private final TransactionCoordinatorID tcId = TransactionCoordinatorID.get(1);
+    private final ManagedLedgerFactory factory = mock(ManagedLedgerFactory.class);
+    private final ManagedLedgerConfig ledgerConfig = new ManagedLedgerConfig();
+    private final TransactionTimeoutTracker timeoutTracker = mock(TransactionTimeoutTracker.class);
+    private final TransactionRecoverTracker recoverTracker = mock(TransactionRecoverTracker.class);
+    private final TxnLogBufferedWriterConfig writerConfig = new TxnLogBufferedWriterConfig();
+    private final Timer timer = mock(Timer.class);
+
+    @AfterEach
+    void clearContext() {
+        BrokerContext.clear();
+    }
+
+    private CompletableFuture<TransactionMetadataStore> open() {
+        return provider.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig,
+                timer);
+    }
+
+    private static PreserverConfig config(int persistCount) {
+        return new PreserverConfig(persistCount, 100, Duration.ofHours(1), Duration.ofSeconds(1));
+    }
+
+    @Test
+    void withPersistCountZeroHandsOutTheStockStoreUnchanged() {
+        TransactionMetadataStore stockStore = mock(TransactionMetadataStore.class);
+        when(stock.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer))
+                .thenReturn(CompletableFuture.completedFuture(stockStore));
+        BrokerContext.install(new BrokerContext(config(0), id -> {
+            throw new AssertionError("a pass-through opens no state topic");
+        }, Clock.systemUTC()));
+
+        assertThat(await(open())).isSameAs(stockStore);
+        verify(stock).openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer);
+    }
+
+    @Test
+    void withoutTheInterceptorRefusesToOpenAndSaysHowToFixIt() {
+        Throwable failure = failureOf(open());
+
+        assertThat(failure).isInstanceOf(IllegalStateException.class).hasMessageContaining("brokerInterceptors");
+        verifyNoInteractions(stock, factory);
+    }
+
+    @Test
+    void aStateTopicThatCannotBeOpenedFailsTheCoordinatorLoadSoTheBrokerRetriesIt() {
+        BrokerContext.install(new BrokerContext(config(10),
+                id -> CompletableFuture.<StateTopic>failedFuture(new IllegalStateException("topic unavailable")),
+                Clock.systemUTC()));
+
+        assertThat(failureOf(open())).hasMessageContaining("topic unavailable");
+        verifyNoInteractions(stock, factory);
+    }
+}

@@ -1,0 +1,68 @@
+package io.github.txnpreserver.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.Properties;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+@DisplayName("Configuration from broker.conf")
+class PreserverConfigTest {
+
+    private static Properties properties(String... keyValues) {
+        Properties properties = new Properties();
+        for (int i = 0; i < keyValues.length; i += 2) {
+            properties.setProperty(keyValues[i], keyValues[i + 1]);
+        }
+        return properties;
+    }
+
+    @Test
+    void defaultsFollowPip255AndLeaveThePluginAsAPassThrough() {
+        PreserverConfig config = PreserverConfig.fromProperties(new Properties());
+
+        assertThat(config.enabled()).isFalse();
+        assertThat(config.persistCountPerClient()).isZero();
+        assertThat(config.persistTime()).isEqualTo(Duration.ofHours(72));
+        assertThat(config.expireCheckInterval()).isEqualTo(Duration.ofSeconds(300));
+        assertThat(config.maxKeptPerCoordinator()).isEqualTo(100_000);
+    }
+
+    @Test
+    void readsEveryKey() {
+        PreserverConfig config = PreserverConfig.fromProperties(properties(
+                "transactionMetaPersistCount", " 50 ",
+                "transactionMetaPersistTimeInHour", "1",
+                "transactionMetaExpireCheckIntervalInSecond", "10",
+                "transactionMetaPersistMaxCountPerCoordinator", "5000"));
+
+        assertThat(config).isEqualTo(new PreserverConfig(50, 5000, Duration.ofHours(1), Duration.ofSeconds(10)));
+        assertThat(config.enabled()).isTrue();
+    }
+
+    @Test
+    void anEmptyValueMeansTheDefault() {
+        assertThat(PreserverConfig.fromProperties(properties("transactionMetaPersistCount", "")).enabled()).isFalse();
+    }
+
+    @ParameterizedTest(name = "{0}={1} is refused: {2}")
+    @CsvSource({
+            "transactionMetaPersistCount, -1, must be at least 0",
+            "transactionMetaPersistCount, ten, is not a whole number",
+            "transactionMetaPersistCount, 3000000000, must be at most 2147483647",
+            "transactionMetaPersistTimeInHour, 0, must be at least 1",
+            "transactionMetaPersistTimeInHour, -5, must be at least 1",
+            "transactionMetaExpireCheckIntervalInSecond, 0, must be at least 1",
+            "transactionMetaExpireCheckIntervalInSecond, 1.5, is not a whole number",
+            "transactionMetaPersistMaxCountPerCoordinator, 0, must be at least 1"
+    })
+    void aWrongValueIsRefusedWithAMessageNamingTheKeyAndTheValue(String key, String value, String problem) {
+        assertThatThrownBy(() -> PreserverConfig.fromProperties(properties(key, value)))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessage("Invalid broker configuration " + key + "=" + value + ": " + problem);
+    }
+}

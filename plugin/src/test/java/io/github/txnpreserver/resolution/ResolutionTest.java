@@ -1,0 +1,97 @@
+package io.github.txnpreserver.resolution;
+
+import static io.github.txnpreserver.testing.Futures.await;
+import static io.github.txnpreserver.testing.Futures.failureOf;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.github.txnpreserver.testing.CoordinatorHarness;
+import java.time.Duration;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.transaction.coordinator.TxnMeta;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.TransactionNotFoundException;
+import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/** The store answers getTxnMeta as the {@link Resolution} table says, in its order. */
+@DisplayName("Outcome resolution")
+class ResolutionTest {
+
+    private static final String PARTITION = "persistent://public/default/t-partition-0";
+    private final CoordinatorHarness coordinator = CoordinatorHarness.start(10, 100);
+
+    @AfterEach
+    void close() {
+        coordinator.close();
+    }
+
+    private Resolution resolutionOf(TxnID txn) {
+        return coordinator.store().resolver().resolve(txn).resolution();
+    }
+
+    @Test
+    void anOpenTransactionIsPendingWithItsPartitions() {
+        TxnID txn = coordinator.open("alice");
+        coordinator.produce(txn, PARTITION);
+
+        TxnMeta meta = await(coordinator.store().getTxnMeta(txn));
+
+        assertThat(resolutionOf(txn)).isEqualTo(Resolution.PENDING);
+        assertThat(Resolution.PENDING.reportedStatuses()).contains(meta.status());
+        assertThat(meta.producedPartitions()).containsExactly(PARTITION);
+    }
+
+    @Test
+    void aTransactionSendingItsMarkersIsFinishingAndLiveStateWinsOverTheKeptOutcome() {
+        TxnID txn = coordinator.open("alice");
+        coordinator.produce(txn, PARTITION);
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
+        coordinator.commit(txn, "alice");
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.preserver().find(txn) != null);
+
+        TxnMeta meta = await(coordinator.store().getTxnMeta(txn));
+
+        assertThat(resolutionOf(txn)).isEqualTo(Resolution.FINISHING);
+        assertThat(meta.status()).isEqualTo(TxnStatus.COMMITTING);
+        assertThat(meta.producedPartitions()).containsExactly(PARTITION);
+        coordinator.transactionLog().releaseHeldAppends();
+    }
+
+    @Test
+    void anEndedTransactionIsKeptWithItsOwnerAndNoPartitions() {
+        TxnID txn = coordinator.open("alice");
+        coordinator.produce(txn, PARTITION);
+        await(coordinator.abort(txn, "alice"));
+
+        TxnMeta meta = await(coordinator.store().getTxnMeta(txn));
+
+        assertThat(resolutionOf(txn)).isEqualTo(Resolution.KEPT);
+        assertThat(meta.status()).isEqualTo(TxnStatus.ABORTING);
+        assertThat(meta.getOwner()).isEqualTo("alice");
+        assertThat(meta.producedPartitions()).isEmpty();
+        assertThat(meta.ackedPartitions()).isEmpty();
+        assertThat(await(coordinator.store().getTxnStatus(txn))).isEqualTo(TxnStatus.ABORTING);
+    }
+
+    @Test
+    void anUnknownTransactionIsNotFound() {
+        TxnID unknown = new TxnID(CoordinatorHarness.TC_ID, 99);
+
+        assertThat(resolutionOf(unknown)).isEqualTo(Resolution.NOT_FOUND);
+        assertThat(failureOf(coordinator.store().getTxnMeta(unknown))).isInstanceOf(TransactionNotFoundException.class);
+    }
+
+    @Test
+    void keptOutcomesStayOutOfTheLiveCountsAndTheLowWaterMark() {
+        TxnID ended = coordinator.open("alice");
+        await(coordinator.commit(ended, "alice"));
+        TxnID open = coordinator.open("alice");
+
+        assertThat(coordinator.store().getMetadataStoreStats().getActives()).isEqualTo(1);
+        assertThat(coordinator.store().getLowWaterMark()).isEqualTo(open.getLeastSigBits() - 1);
+        assertThat(coordinator.store().getSlowTransactions(Long.MIN_VALUE)).extracting(TxnMeta::id)
+                .containsExactly(open);
+    }
+}
