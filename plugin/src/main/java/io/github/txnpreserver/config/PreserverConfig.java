@@ -1,5 +1,6 @@
 package io.github.txnpreserver.config;
 
+import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.Properties;
 
@@ -19,7 +20,7 @@ public record PreserverConfig(
 
     /** How many ended transactions are kept per client; 0 turns the plugin into a pass-through. */
     public static final String PERSIST_COUNT = "transactionMetaPersistCount";
-    /** Age after which a kept outcome expires. */
+    /** Age after which a kept outcome expires, in hours (a fraction is allowed). */
     public static final String PERSIST_TIME_IN_HOUR = "transactionMetaPersistTimeInHour";
     /** How often expiry runs. */
     public static final String EXPIRE_CHECK_INTERVAL_IN_SECOND = "transactionMetaExpireCheckIntervalInSecond";
@@ -38,7 +39,7 @@ public record PreserverConfig(
         requireAtLeast(PERSIST_COUNT, persistCountPerClient, 0);
         requireAtLeast(MAX_KEPT_PER_COORDINATOR, maxKeptPerCoordinator, 1);
         if (persistTime.isNegative() || persistTime.isZero()) {
-            throw new InvalidConfigException(PERSIST_TIME_IN_HOUR, persistTime.toHours(), "must be at least 1");
+            throw new InvalidConfigException(PERSIST_TIME_IN_HOUR, persistTime, "must be greater than 0");
         }
         if (expireCheckInterval.isNegative() || expireCheckInterval.isZero()) {
             throw new InvalidConfigException(EXPIRE_CHECK_INTERVAL_IN_SECOND, expireCheckInterval.toSeconds(),
@@ -55,11 +56,10 @@ public record PreserverConfig(
         int count = (int) readLong(properties, PERSIST_COUNT, DEFAULT_PERSIST_COUNT, 0, Integer.MAX_VALUE);
         int maxKept = (int) readLong(properties, MAX_KEPT_PER_COORDINATOR, DEFAULT_MAX_KEPT_PER_COORDINATOR,
                 1, Integer.MAX_VALUE);
-        long hours = readLong(properties, PERSIST_TIME_IN_HOUR, DEFAULT_PERSIST_TIME_IN_HOUR,
-                1, Duration.ofMillis(Long.MAX_VALUE).toHours());
+        Duration persistTime = readHours(properties, PERSIST_TIME_IN_HOUR, DEFAULT_PERSIST_TIME_IN_HOUR);
         long seconds = readLong(properties, EXPIRE_CHECK_INTERVAL_IN_SECOND, DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND,
                 1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
-        return new PreserverConfig(count, maxKept, Duration.ofHours(hours), Duration.ofSeconds(seconds));
+        return new PreserverConfig(count, maxKept, persistTime, Duration.ofSeconds(seconds));
     }
 
     /** Whether outcomes are kept at all; when not, the coordinator is the stock one. */
@@ -67,13 +67,44 @@ public record PreserverConfig(
         return persistCountPerClient > 0;
     }
 
-    private static long readLong(Properties properties, String key, long defaultValue, long min, long max) {
+    /**
+     * Hours may have a fraction (0.5 is 30 minutes): PIP-255 declares a whole number, which
+     * this reads unchanged, and a fraction lets a test or a short-lived deployment use a
+     * time-to-live under an hour without a second key for the same setting.
+     */
+    private static Duration readHours(Properties properties, String key, long defaultHours) {
+        String text = valueOf(properties, key);
+        if (text == null) {
+            return Duration.ofHours(defaultHours);
+        }
+        BigDecimal hours;
+        try {
+            hours = new BigDecimal(text);
+        } catch (NumberFormatException e) {
+            throw new InvalidConfigException(key, text, "is not a number of hours");
+        }
+        if (hours.signum() <= 0) {
+            throw new InvalidConfigException(key, text, "must be greater than 0");
+        }
+        BigDecimal millis = hours.multiply(BigDecimal.valueOf(Duration.ofHours(1).toMillis()));
+        if (millis.compareTo(BigDecimal.ONE) < 0 || millis.compareTo(BigDecimal.valueOf(Long.MAX_VALUE)) > 0) {
+            throw new InvalidConfigException(key, text, "must be between 1 ms and " + Long.MAX_VALUE + " ms");
+        }
+        return Duration.ofMillis(millis.longValue());
+    }
+
+    private static String valueOf(Properties properties, String key) {
         Object raw = properties.get(key);
         if (raw == null) {
-            return defaultValue;
+            return null;
         }
         String text = raw.toString().trim();
-        if (text.isEmpty()) {
+        return text.isEmpty() ? null : text;
+    }
+
+    private static long readLong(Properties properties, String key, long defaultValue, long min, long max) {
+        String text = valueOf(properties, key);
+        if (text == null) {
             return defaultValue;
         }
         long value;

@@ -45,6 +45,13 @@ class PreserverConfigTest {
     }
 
     @Test
+    void theTimeToLiveMayBeAFractionOfAnHour() {
+        PreserverConfig config = PreserverConfig.fromProperties(properties("transactionMetaPersistTimeInHour", "0.001"));
+
+        assertThat(config.persistTime()).isEqualTo(Duration.ofMillis(3600));
+    }
+
+    @Test
     void anEmptyValueMeansTheDefault() {
         assertThat(PreserverConfig.fromProperties(properties("transactionMetaPersistCount", "")).enabled()).isFalse();
     }
@@ -54,8 +61,9 @@ class PreserverConfigTest {
             "transactionMetaPersistCount, -1, must be at least 0",
             "transactionMetaPersistCount, ten, is not a whole number",
             "transactionMetaPersistCount, 3000000000, must be at most 2147483647",
-            "transactionMetaPersistTimeInHour, 0, must be at least 1",
-            "transactionMetaPersistTimeInHour, -5, must be at least 1",
+            "transactionMetaPersistTimeInHour, 0, must be greater than 0",
+            "transactionMetaPersistTimeInHour, -5, must be greater than 0",
+            "transactionMetaPersistTimeInHour, soon, is not a number of hours",
             "transactionMetaExpireCheckIntervalInSecond, 0, must be at least 1",
             "transactionMetaExpireCheckIntervalInSecond, 1.5, is not a whole number",
             "transactionMetaPersistMaxCountPerCoordinator, 0, must be at least 1"
