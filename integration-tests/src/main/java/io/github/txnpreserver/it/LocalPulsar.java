@@ -1,0 +1,258 @@
+package io.github.txnpreserver.it;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.HttpURLConnection;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A Pulsar standalone broker of the official distribution, with the plugin installed, on
+ * loopback ports of its own.
+ *
+ * <p>It runs in ZooKeeper metadata mode: a kill -9 of the default RocksDB mode can leave the
+ * next start looping forever. The JVM's own PID is kept ({@code bin/pulsar} execs java), so
+ * {@link #kill()} really kills the broker, and every start first checks that nothing answers
+ * on its ports, so a restart never talks to a broker that survived.
+ */
+public final class LocalPulsar implements AutoCloseable {
+
+    private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
+    private static final String HEAP = "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m";
+
+    private final Path pulsarHome;
+    private final Path dir;
+    private final Map<String, String> config;
+    private final int brokerPort;
+    private final int webPort;
+    private final int zookeeperPort;
+    private final int bookiePort;
+    private Process process;
+    private int starts;
+
+    private LocalPulsar(Path pulsarHome, Path dir, Map<String, String> config) throws IOException {
+        this.pulsarHome = pulsarHome;
+        this.dir = dir;
+        this.config = config;
+        int[] ports = freePorts(4);
+        this.brokerPort = ports[0];
+        this.webPort = ports[1];
+        this.zookeeperPort = ports[2];
+        this.bookiePort = ports[3];
+    }
+
+    /**
+     * Starts a broker of the distribution with the plugin installed, with these
+     * broker.conf keys on top of the installed overlay.
+     */
+    public static LocalPulsar start(String name, Map<String, String> config) throws IOException, InterruptedException {
+        Path home = PulsarDistribution.withPluginInstalled();
+        Path dir = PulsarDistribution.workDir().resolve(name + "-" + System.currentTimeMillis());
+        LocalPulsar pulsar = new LocalPulsar(home, dir, new LinkedHashMap<>(config));
+        pulsar.start();
+        return pulsar;
+    }
+
+    public String serviceUrl() {
+        return "pulsar://127.0.0.1:" + brokerPort;
+    }
+
+    public String httpUrl() {
+        return "http://127.0.0.1:" + webPort;
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    public Path logFile() {
+        return dir.resolve("broker.out");
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public boolean isRunning() {
+        return process != null && process.isAlive();
+    }
+
+    /** Starts the broker (again) on the same ports and data, and waits until it is healthy. */
+    public void start() throws IOException, InterruptedException {
+        requirePortsFree();
+        Files.createDirectories(dir.resolve("tmp"));
+        Path conf = writeConfig();
+        ProcessBuilder builder = new ProcessBuilder(pulsarHome.resolve("bin/pulsar").toString(), "standalone",
+                "--no-stream-storage", "--no-functions-worker",
+                "--zookeeper-port", Integer.toString(zookeeperPort),
+                "--bookkeeper-port", Integer.toString(bookiePort),
+                "--zookeeper-dir", dir.resolve("zookeeper").toString(),
+                "--bookkeeper-dir", dir.resolve("bookkeeper").toString());
+        Map<String, String> env = builder.environment();
+        env.put("PULSAR_STANDALONE_USE_ZOOKEEPER", "1");
+        env.put("PULSAR_STANDALONE_CONF", conf.toString());
+        env.put("PULSAR_LOG_DIR", dir.resolve("logs").toString());
+        env.put("PULSAR_MEM", HEAP);
+        env.put("PULSAR_GC", "-XX:+UseSerialGC");
+        env.put("PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + dir.resolve("tmp")
+                + " -Dzookeeper.admin.enableServer=false");
+        builder.redirectErrorStream(true);
+        builder.redirectOutput(ProcessBuilder.Redirect.appendTo(logFile().toFile()));
+        starts++;
+        Files.writeString(logFile(), "\n===== start " + starts + " at " + Instant.now() + " =====\n",
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+        process = builder.start();
+        awaitHealthy();
+    }
+
+    /** kill -9 of the broker JVM; returns once the process is gone and its ports are free. */
+    public void kill() throws InterruptedException {
+        if (process == null) {
+            return;
+        }
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+        awaitPortsFree();
+    }
+
+    /** A clean stop (SIGTERM), forced after 60 s. */
+    public void stop() throws InterruptedException {
+        if (process == null || !process.isAlive()) {
+            return;
+        }
+        process.destroy();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            process.waitFor(30, TimeUnit.SECONDS);
+        }
+        awaitPortsFree();
+    }
+
+    public void restartAfterKill() throws IOException, InterruptedException {
+        kill();
+        start();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stop();
+    }
+
+    private Path writeConfig() throws IOException {
+        Map<String, String> keys = new LinkedHashMap<>();
+        keys.put("bindAddress", "127.0.0.1");
+        keys.put("advertisedAddress", "127.0.0.1");
+        keys.put("brokerServicePort", Integer.toString(brokerPort));
+        keys.put("webServicePort", Integer.toString(webPort));
+        // Verification reads topics from the start: keep their data.
+        keys.put("defaultRetentionTimeInMinutes", "-1");
+        keys.put("defaultRetentionSizeInMB", "-1");
+        keys.putAll(config);
+        List<String> lines = new ArrayList<>(Files.readAllLines(pulsarHome.resolve("conf/standalone.conf")));
+        lines.add("");
+        lines.add("# ---- test broker " + dir.getFileName() + " ----");
+        keys.forEach((key, value) -> lines.add(key + "=" + value));
+        Path conf = dir.resolve("standalone.conf");
+        Files.write(conf, lines);
+        return conf;
+    }
+
+    private void awaitHealthy() throws InterruptedException, IOException {
+        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        while (Instant.now().isBefore(deadline)) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("Broker exited with " + process.exitValue() + " during start; log: "
+                        + logFile() + "\n" + tail(40));
+            }
+            if (healthy()) {
+                return;
+            }
+            Thread.sleep(500);
+        }
+        process.destroyForcibly();
+        throw new IllegalStateException("Broker not healthy within " + START_TIMEOUT + "; log: " + logFile()
+                + "\n" + tail(40));
+    }
+
+    private boolean healthy() {
+        try {
+            HttpURLConnection connection = (HttpURLConnection) URI.create(httpUrl() + "/admin/v2/brokers/health")
+                    .toURL().openConnection();
+            connection.setConnectTimeout(1000);
+            connection.setReadTimeout(5000);
+            try {
+                return connection.getResponseCode() == 200;
+            } finally {
+                connection.disconnect();
+            }
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** The last lines of the broker's output, for failure messages. */
+    public String tail(int lines) {
+        try {
+            List<String> all = Files.readAllLines(logFile());
+            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private void requirePortsFree() {
+        for (int port : new int[] {brokerPort, webPort, zookeeperPort, bookiePort}) {
+            if (answers(port)) {
+                throw new IllegalStateException("Port " + port + " still answers: an earlier broker survived");
+            }
+        }
+    }
+
+    private void awaitPortsFree() throws InterruptedException {
+        Instant deadline = Instant.now().plusSeconds(30);
+        while (Instant.now().isBefore(deadline)) {
+            if (!answers(brokerPort) && !answers(webPort) && !answers(zookeeperPort) && !answers(bookiePort)) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("Broker ports still answer 30 s after the broker " + process.pid() + " ended");
+    }
+
+    private static boolean answers(int port) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress("127.0.0.1", port), 200);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static int[] freePorts(int count) throws IOException {
+        List<ServerSocket> sockets = new ArrayList<>();
+        try {
+            int[] ports = new int[count];
+            for (int i = 0; i < count; i++) {
+                ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+                sockets.add(socket);
+                ports[i] = socket.getLocalPort();
+            }
+            return ports;
+        } finally {
+            for (ServerSocket socket : sockets) {
+                socket.close();
+            }
+        }
+    }
+}
