@@ -113,6 +113,9 @@ public final class LocalPulsar implements AutoCloseable {
         Files.writeString(logFile(), "\n===== start " + starts + " at " + Instant.now() + " =====\n",
                 java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         process = builder.start();
+        Process started = process;
+        // A test JVM that dies must not leave a broker behind.
+        Runtime.getRuntime().addShutdownHook(new Thread(started::destroyForcibly, "kill-broker-" + started.pid()));
         awaitHealthy();
     }
 
@@ -137,6 +140,30 @@ public final class LocalPulsar implements AutoCloseable {
             process.waitFor(30, TimeUnit.SECONDS);
         }
         awaitPortsFree();
+    }
+
+    /**
+     * Sets the number of transaction coordinators, as an operator does with
+     * {@code pulsar initialize-transaction-coordinator-metadata} (standalone creates just one),
+     * and restarts the broker so that it serves them.
+     */
+    public void initializeTransactionCoordinators(int count) throws IOException, InterruptedException {
+        ProcessBuilder builder = new ProcessBuilder(pulsarHome.resolve("bin/pulsar").toString(),
+                "initialize-transaction-coordinator-metadata", "-cs", "zk:127.0.0.1:" + zookeeperPort,
+                "-c", "standalone", "--initial-num-transaction-coordinators", Integer.toString(count));
+        builder.environment().put("PULSAR_MEM", "-Xmx128m");
+        builder.environment().put("PULSAR_LOG_DIR", dir.resolve("logs").toString());
+        builder.redirectErrorStream(true);
+        Path log = dir.resolve("initialize-transaction-coordinators.out");
+        builder.redirectOutput(log.toFile());
+        Process tool = builder.start();
+        if (!tool.waitFor(2, TimeUnit.MINUTES) || tool.exitValue() != 0) {
+            tool.destroyForcibly();
+            throw new IllegalStateException("initialize-transaction-coordinator-metadata failed: "
+                    + Files.readString(log));
+        }
+        stop();
+        start();
     }
 
     public void restartAfterKill() throws IOException, InterruptedException {
