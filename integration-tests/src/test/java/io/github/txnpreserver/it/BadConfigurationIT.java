@@ -1,0 +1,25 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Map;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+@DisplayName("A wrong value in broker.conf")
+class BadConfigurationIT {
+
+    @ParameterizedTest(name = "{0}={1}")
+    @CsvSource({
+            "transactionMetaPersistCount, -1",
+            "transactionMetaExpireCheckIntervalInSecond, 0",
+            "transactionMetaPersistTimeInHour, soon"
+    })
+    void stopsTheBrokerAtStartWithAMessageNamingTheKeyAndTheValue(String key, String value) {
+        assertThatThrownBy(() -> LocalPulsar.start("bad-config", Map.of(key, value)).close())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("Broker exited")
+                .hasMessageContaining("Invalid broker configuration " + key + "=" + value);
+    }
+}
