@@ -1,9 +1,12 @@
 package io.github.txnpreserver.broker;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * What the coordinator stores need from the broker, handed over by the broker interceptor.
@@ -16,8 +19,14 @@ import java.util.concurrent.CompletableFuture;
  * @param config the validated settings
  * @param stateTopics opens one coordinator's state topic
  * @param clock wall clock for end times and expiry
+ * @param preservers the preservers of the coordinators this broker serves, by coordinator id
  */
-public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock) {
+public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock,
+                            Map<Long, TransactionMetadataPreserver> preservers) {
+
+    public BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock) {
+        this(config, stateTopics, clock, new ConcurrentHashMap<>());
+    }
 
     private static volatile BrokerContext current;
 

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.broker;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.metrics.PreserverMetrics;
 import io.github.txnpreserver.statetopic.PulsarStateTopic;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
@@ -37,9 +38,10 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
             log.warn("Transaction outcome preserver is loaded but transactionMetadataStoreProviderClassName={};"
                     + " set it to {} to keep outcomes", provider, PreservingMetadataStoreProvider.class.getName());
         }
-        BrokerContext.install(new BrokerContext(config,
-                coordinatorId -> openStateTopic(pulsar, coordinatorId),
-                Clock.systemUTC()));
+        BrokerContext context = new BrokerContext(config, coordinatorId -> openStateTopic(pulsar, coordinatorId),
+                Clock.systemUTC());
+        BrokerContext.install(context);
+        PreserverMetrics.register(pulsar.getConfiguration().getClusterName(), context.preservers().values());
         log.info("Transaction outcome preserver configured: {}", config);
     }
 
@@ -71,6 +73,7 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
 
     @Override
     public void close() {
+        PreserverMetrics.unregister();
         BrokerContext.clear();
     }
 }

@@ -71,7 +71,12 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                 .thenCompose(stateTopic -> restorePreserver(context, tcId, stateTopic))
                 .thenCompose(preserver -> openPreservingStore(tcId, managedLedgerFactory, managedLedgerConfig,
                         timeoutTracker, recoverTracker, maxActiveTransactionsPerCoordinator,
-                        txnLogBufferedWriterConfig, timer, preserver));
+                        txnLogBufferedWriterConfig, timer, preserver,
+                        () -> context.preservers().remove(tcId.getId(), preserver))
+                        .thenApply(store -> {
+                            context.preservers().put(tcId.getId(), preserver);
+                            return store;
+                        }));
     }
 
     private CompletableFuture<TransactionMetadataPreserver> restorePreserver(BrokerContext context,
@@ -100,14 +105,15 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
             ManagedLedgerConfig managedLedgerConfig, TransactionTimeoutTracker timeoutTracker,
             TransactionRecoverTracker recoverTracker, long maxActiveTransactionsPerCoordinator,
             TxnLogBufferedWriterConfig txnLogBufferedWriterConfig, Timer timer,
-            TransactionMetadataPreserver preserver) {
+            TransactionMetadataPreserver preserver, Runnable onClosed) {
         MLTransactionSequenceIdGenerator sequenceIdGenerator = new MLTransactionSequenceIdGenerator();
         managedLedgerConfig.setManagedLedgerInterceptor(sequenceIdGenerator);
         MLTransactionLogImpl txnLog = new MLTransactionLogImpl(tcId, managedLedgerFactory, managedLedgerConfig,
                 txnLogBufferedWriterConfig, timer, stockBufferedWriterMetrics());
         return txnLog.initialize()
                 .thenCompose(ignored -> new PreservingTransactionMetadataStore(tcId, txnLog, timeoutTracker,
-                        sequenceIdGenerator, maxActiveTransactionsPerCoordinator, preserver).init(recoverTracker))
+                        sequenceIdGenerator, maxActiveTransactionsPerCoordinator, preserver, onClosed)
+                        .init(recoverTracker))
                 .whenComplete((store, error) -> {
                     if (error != null) {
                         preserver.closeAsync();

@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.metrics.LatencyHistogram;
 import java.util.concurrent.atomic.LongAdder;
 
 /** Counters of one coordinator's preserver, read by tests and by the metrics exporter. */
@@ -20,4 +21,15 @@ public final class PreserverStats {
     /** Retried commits and aborts answered from a kept outcome, by outcome. */
     public final LongAdder retriesAnsweredCommitted = new LongAdder();
     public final LongAdder retriesAnsweredAborted = new LongAdder();
+    /**
+     * Lookups of transactions answered from a kept outcome: every retry (two or three per
+     * request) and admin lookups. A retry that conflicts with the outcome is refused by the
+     * broker before any plugin hook sees the request (END_TXN reaches no broker interceptor
+     * in 4.0.x), so conflicts cannot be counted apart; this is their upper bound.
+     */
+    public final LongAdder keptLookups = new LongAdder();
+    /** Time to make an outcome durable in the state topic. */
+    public final LatencyHistogram stateWriteLatency = new LatencyHistogram();
+    /** Background re-drives of transactions stuck finishing. */
+    public final LongAdder stuckRedrives = new LongAdder();
 }

@@ -92,8 +92,10 @@ public final class TransactionMetadataPreserver {
      */
     public CompletableFuture<Void> preserve(TxnID txnId, Outcome outcome, String owner) {
         KeptOutcome outcomeToKeep = new KeptOutcome(txnId, outcome, owner, clock.millis());
+        long startNanos = System.nanoTime();
         return stateTopic.write(StateRecordCodec.keyOf(txnId), StateRecordCodec.encode(outcomeToKeep))
                 .whenComplete((ignored, error) -> {
+                    stats.stateWriteLatency.recordNanos(System.nanoTime() - startNanos);
                     if (error != null) {
                         stats.recordWriteFailures.increment();
                         log.warn("Coordinator {}: could not make the outcome of {} durable; the end of the"
@@ -108,6 +110,15 @@ public final class TransactionMetadataPreserver {
     /** The kept outcome of a transaction, or null if none is kept. Never blocks. */
     public KeptOutcome find(TxnID txnId) {
         return kept.get(txnId);
+    }
+
+    /** The kept outcome of a transaction the coordinator no longer has live, counted as a lookup. */
+    public KeptOutcome lookUp(TxnID txnId) {
+        KeptOutcome keptOutcome = kept.get(txnId);
+        if (keptOutcome != null) {
+            stats.keptLookups.increment();
+        }
+        return keptOutcome;
     }
 
     /** Drops the outcomes past their time-to-live, from memory and from the state topic. */

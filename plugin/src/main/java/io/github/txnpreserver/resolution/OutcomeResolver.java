@@ -29,7 +29,7 @@ public final class OutcomeResolver {
         if (live != null) {
             return new Answer(Resolution.ofLive(live.status()), live, null);
         }
-        KeptOutcome kept = preserver.find(txnId);
+        KeptOutcome kept = preserver.lookUp(txnId);
         if (kept != null) {
             return new Answer(Resolution.KEPT, new KeptTxnMeta(kept), kept);
         }

@@ -48,6 +48,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
+    private final Runnable onClosed;
     /** Durability of the outcome record of each finishing transaction, by sequence id. */
     private final Map<Long, CompletableFuture<Void>> preserving = new ConcurrentHashMap<>();
     /** The finishing-entry step in flight per transaction, so that concurrent ends share one. */
@@ -59,9 +60,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                                               TransactionTimeoutTracker timeoutTracker,
                                               MLTransactionSequenceIdGenerator sequenceIdGenerator,
                                               long maxActiveTransactionsPerCoordinator,
-                                              TransactionMetadataPreserver preserver) {
+                                              TransactionMetadataPreserver preserver, Runnable onClosed) {
         super(tcID, transactionLog, timeoutTracker, sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
         this.preserver = preserver;
+        this.onClosed = onClosed;
         this.resolver = new OutcomeResolver(this::liveTxnMeta, preserver);
     }
 
@@ -100,6 +102,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     @Override
     public CompletableFuture<Void> closeAsync() {
         return super.closeAsync().thenCompose(ignored -> {
+            onClosed.run();
             preserving.clear();
             beginning.clear();
             ending.clear();

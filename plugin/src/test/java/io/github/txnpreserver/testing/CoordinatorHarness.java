@@ -182,7 +182,7 @@ public final class CoordinatorHarness implements AutoCloseable {
         TransactionRecoverTrackerImpl recoverTracker = new TransactionRecoverTrackerImpl(service, timeoutTracker,
                 TC_ID);
         store = (PreservingTransactionMetadataStore) new PreservingTransactionMetadataStore(tcId,
-                transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver).init(recoverTracker).join();
+                transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver, () -> { }).init(recoverTracker).join();
         registerInService(tcId, store);
         recoverTracker.handleCommittingAndAbortingTransaction();
     }

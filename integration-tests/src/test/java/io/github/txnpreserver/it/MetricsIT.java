@@ -1,0 +1,79 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+@DisplayName("The broker's /metrics endpoint")
+class MetricsIT {
+
+    private static LocalPulsar pulsar;
+
+    @BeforeAll
+    static void startBroker() throws Exception {
+        pulsar = LocalPulsar.start("metrics", Map.of("transactionMetaPersistCount", "2"));
+    }
+
+    @AfterAll
+    static void stopBroker() throws Exception {
+        pulsar.close();
+    }
+
+    @Test
+    void exportsThePreserversMetrics() throws Exception {
+        try (PulsarClient client = Txns.client(pulsar);
+             Producer<String> producer = Txns.producer(client, Txns.uniqueTopic("metrics"));
+             RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            Txns.committed(client, producer, "1");
+            TxnID aborted = Txns.aborted(client, producer, "2");
+            TxnID committed = Txns.committed(client, producer, "3");
+            assertThat(retry.commit(committed)).isEqualTo(EndAnswer.SUCCESS);
+            assertThat(retry.abort(aborted)).isEqualTo(EndAnswer.SUCCESS);
+            assertThat(retry.abort(committed)).isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
+        }
+
+        String metrics = scrape();
+
+        assertThat(sample(metrics, "pulsar_txn_preserver_kept_outcomes", "")).isEqualTo(2);
+        assertThat(sample(metrics, "pulsar_txn_preserver_retries_answered_total", ",outcome=\"committed\""))
+                .isEqualTo(1);
+        assertThat(sample(metrics, "pulsar_txn_preserver_retries_answered_total", ",outcome=\"aborted\""))
+                .isEqualTo(1);
+        assertThat(sample(metrics, "pulsar_txn_preserver_kept_lookups_total", "")).isGreaterThanOrEqualTo(3);
+        assertThat(sample(metrics, "pulsar_txn_preserver_evictions_total", ",limit=\"client\"")).isEqualTo(1);
+        assertThat(sample(metrics, "pulsar_txn_preserver_state_write_latency_seconds_count", "")).isEqualTo(3);
+        assertThat(sample(metrics, "pulsar_txn_preserver_state_write_failures_total", "")).isZero();
+        assertThat(sample(metrics, "pulsar_txn_preserver_restore_duration_seconds", "")).isGreaterThanOrEqualTo(0);
+        assertThat(metrics).as("stock coordinator metrics still exported").contains("pulsar_txn_active_count{").contains("pulsar_txn_committed_total{");
+    }
+
+    private static String scrape() throws Exception {
+        HttpResponse<String> response = HttpClient.newHttpClient().send(
+                HttpRequest.newBuilder(URI.create(pulsar.httpUrl() + "/metrics/")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(response.statusCode()).isEqualTo(200);
+        return response.body();
+    }
+
+    /** The value of a sample of coordinator 0 of the standalone cluster, with extra labels as given. */
+    private static double sample(String metrics, String name, String extraLabels) {
+        Pattern line = Pattern.compile("^" + Pattern.quote(name + "{cluster=\"standalone\",coordinator_id=\"0\""
+                + extraLabels + "}") + " (\\S+)", Pattern.MULTILINE);
+        Matcher matcher = line.matcher(metrics);
+        assertThat(matcher.find()).as("%s%s in /metrics", name, extraLabels).isTrue();
+        return Double.parseDouble(matcher.group(1));
+    }
+}

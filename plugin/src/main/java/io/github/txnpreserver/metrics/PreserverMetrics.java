@@ -1,0 +1,150 @@
+package io.github.txnpreserver.metrics;
+
+import io.github.txnpreserver.preserver.KeptOutcomes;
+import io.github.txnpreserver.preserver.PreserverStats;
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.prometheus.client.Collector;
+import io.prometheus.client.CollectorRegistry;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Collection;
+
+/**
+ * The preservers' metrics, named {@code pulsar_txn_preserver_*}, labelled by cluster and
+ * coordinator like Pulsar's own {@code pulsar_txn_*} coordinator metrics, and served by the
+ * broker's {@code /metrics} endpoint through the default Prometheus registry (where the
+ * broker's transaction-log metrics live too).
+ */
+public final class PreserverMetrics extends Collector {
+
+    private static PreserverMetrics registered;
+
+    private final String cluster;
+    private final Collection<TransactionMetadataPreserver> preservers;
+
+    PreserverMetrics(String cluster, Collection<TransactionMetadataPreserver> preservers) {
+        this.cluster = cluster;
+        this.preservers = preservers;
+    }
+
+    /** Exports these live preservers through the broker's default registry, once per broker. */
+    public static synchronized void register(String cluster, Collection<TransactionMetadataPreserver> preservers) {
+        unregister();
+        registered = new PreserverMetrics(cluster, preservers);
+        CollectorRegistry.defaultRegistry.register(registered);
+    }
+
+    public static synchronized void unregister() {
+        if (registered != null) {
+            CollectorRegistry.defaultRegistry.unregister(registered);
+            registered = null;
+        }
+    }
+
+    @Override
+    public List<MetricFamilySamples> collect() {
+        Family kept = new Family("pulsar_txn_preserver_kept_outcomes", Type.GAUGE,
+                "Outcomes of ended transactions the coordinator keeps");
+        Family clients = new Family("pulsar_txn_preserver_clients", Type.GAUGE,
+                "Clients (owner roles) with kept outcomes");
+        Family answered = new Family("pulsar_txn_preserver_retries_answered_total", Type.COUNTER,
+                "Retried commits and aborts answered from a kept outcome, by outcome");
+        Family lookups = new Family("pulsar_txn_preserver_kept_lookups_total", Type.COUNTER,
+                "Transaction lookups answered from a kept outcome (retries, matching or conflicting, and admin)");
+        Family evictions = new Family("pulsar_txn_preserver_evictions_total", Type.COUNTER,
+                "Kept outcomes dropped to respect a count limit, by limit");
+        Family expirations = new Family("pulsar_txn_preserver_expirations_total", Type.COUNTER,
+                "Kept outcomes dropped by age");
+        Family writes = new Family("pulsar_txn_preserver_state_write_latency_seconds", Type.HISTOGRAM,
+                "Time to make an outcome durable in the state topic");
+        Family writeFailures = new Family("pulsar_txn_preserver_state_write_failures_total", Type.COUNTER,
+                "State-topic writes of outcomes that failed (each is retried)");
+        Family tombstoneRetries = new Family("pulsar_txn_preserver_tombstone_retries_total", Type.COUNTER,
+                "State-topic tombstones that failed and were written again");
+        Family malformed = new Family("pulsar_txn_preserver_malformed_records_total", Type.COUNTER,
+                "State-topic records skipped because they could not be read");
+        Family restoreSeconds = new Family("pulsar_txn_preserver_restore_duration_seconds", Type.GAUGE,
+                "Duration of the coordinator's last restore from its state topic");
+        Family restoreRecords = new Family("pulsar_txn_preserver_restore_records", Type.GAUGE,
+                "State-topic records read by the coordinator's last restore");
+        Family redrives = new Family("pulsar_txn_preserver_stuck_redrives_total", Type.COUNTER,
+                "Background re-drives of transactions stuck finishing");
+
+        for (TransactionMetadataPreserver preserver : preservers) {
+            String coordinator = Long.toString(preserver.coordinatorId());
+            List<String> labels = List.of(cluster, coordinator);
+            PreserverStats stats = preserver.stats();
+            KeptOutcomes outcomes = preserver.keptOutcomes();
+            kept.add(labels, outcomes.size());
+            clients.add(labels, outcomes.clients());
+            answered.add(labels, "outcome", "committed", stats.retriesAnsweredCommitted.sum());
+            answered.add(labels, "outcome", "aborted", stats.retriesAnsweredAborted.sum());
+            lookups.add(labels, stats.keptLookups.sum());
+            evictions.add(labels, "limit", "client", outcomes.perClientEvictions());
+            evictions.add(labels, "limit", "coordinator", outcomes.coordinatorEvictions());
+            expirations.add(labels, outcomes.expirations());
+            writes.addHistogram(labels, stats.stateWriteLatency);
+            writeFailures.add(labels, stats.recordWriteFailures.sum());
+            tombstoneRetries.add(labels, stats.tombstoneWriteRetries.sum());
+            malformed.add(labels, stats.malformedRecords.sum());
+            restoreSeconds.add(labels, stats.restoreMillis / 1000.0);
+            restoreRecords.add(labels, stats.restoredRecords);
+            redrives.add(labels, stats.stuckRedrives.sum());
+        }
+        List<MetricFamilySamples> families = new ArrayList<>();
+        for (Family family : List.of(kept, clients, answered, lookups, evictions, expirations, writes,
+                writeFailures, tombstoneRetries, malformed, restoreSeconds, restoreRecords, redrives)) {
+            families.add(family.build());
+        }
+        return families;
+    }
+
+    /** Builds one metric family's samples. */
+    private static final class Family {
+        private static final List<String> LABELS = List.of("cluster", "coordinator_id");
+
+        private final String name;
+        private final Type type;
+        private final String help;
+        private final List<MetricFamilySamples.Sample> samples = new ArrayList<>();
+
+        Family(String name, Type type, String help) {
+            this.name = name;
+            this.type = type;
+            this.help = help;
+        }
+
+        void add(List<String> labelValues, double value) {
+            samples.add(new MetricFamilySamples.Sample(name, LABELS, labelValues, value));
+        }
+
+        void add(List<String> labelValues, String extraLabel, String extraValue, double value) {
+            List<String> names = new ArrayList<>(LABELS);
+            names.add(extraLabel);
+            List<String> values = new ArrayList<>(labelValues);
+            values.add(extraValue);
+            samples.add(new MetricFamilySamples.Sample(name, names, values, value));
+        }
+
+        void addHistogram(List<String> labelValues, LatencyHistogram histogram) {
+            long[] cumulative = histogram.cumulativeCounts();
+            for (int i = 0; i < cumulative.length; i++) {
+                String bound = i < LatencyHistogram.BOUNDS_MILLIS.length
+                        ? Collector.doubleToGoString(LatencyHistogram.BOUNDS_MILLIS[i] / 1000.0) : "+Inf";
+                List<String> names = new ArrayList<>(LABELS);
+                names.add("le");
+                List<String> values = new ArrayList<>(labelValues);
+                values.add(bound);
+                samples.add(new MetricFamilySamples.Sample(name + "_bucket", names, values, cumulative[i]));
+            }
+            samples.add(new MetricFamilySamples.Sample(name + "_count", LABELS, labelValues, histogram.count()));
+            samples.add(new MetricFamilySamples.Sample(name + "_sum", LABELS, labelValues, histogram.sumSeconds()));
+        }
+
+        MetricFamilySamples build() {
+            String familyName = type == Type.COUNTER && name.endsWith("_total")
+                    ? name.substring(0, name.length() - "_total".length()) : name;
+            return new MetricFamilySamples(familyName, type, help, samples);
+        }
+    }
+}
