@@ -166,6 +166,11 @@ public final class LocalPulsar implements AutoCloseable {
         start();
     }
 
+    /** Changes broker.conf keys for the next start, as an operator edits the file before a restart. */
+    public void reconfigure(Map<String, String> keys) {
+        config.putAll(keys);
+    }
+
     public void restartAfterKill() throws IOException, InterruptedException {
         kill();
         start();
