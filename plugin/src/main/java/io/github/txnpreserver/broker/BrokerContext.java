@@ -1,5 +1,6 @@
 package io.github.txnpreserver.broker;
 
+import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.statetopic.StateTopic;
@@ -19,13 +20,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * @param config the validated settings
  * @param stateTopics opens one coordinator's state topic
  * @param clock wall clock for end times and expiry
+ * @param endRequester ends a transaction through the broker's end-transaction chain
  * @param preservers the preservers of the coordinators this broker serves, by coordinator id
  */
 public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock,
+                            StuckTransactionRedriver.EndRequester endRequester,
                             Map<Long, TransactionMetadataPreserver> preservers) {
 
-    public BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock) {
-        this(config, stateTopics, clock, new ConcurrentHashMap<>());
+    public BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock,
+                         StuckTransactionRedriver.EndRequester endRequester) {
+        this(config, stateTopics, clock, endRequester, new ConcurrentHashMap<>());
     }
 
     private static volatile BrokerContext current;

@@ -2,6 +2,7 @@ package io.github.txnpreserver.broker;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.metrics.PreserverMetrics;
+import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.statetopic.PulsarStateTopic;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
@@ -14,6 +15,7 @@ import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.intercept.BrokerInterceptor;
 import org.apache.pulsar.broker.service.ServerCnx;
 import org.apache.pulsar.common.api.proto.BaseCommand;
+import org.apache.pulsar.common.api.proto.TxnAction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,7 +41,8 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
                     + " set it to {} to keep outcomes", provider, PreservingMetadataStoreProvider.class.getName());
         }
         BrokerContext context = new BrokerContext(config, coordinatorId -> openStateTopic(pulsar, coordinatorId),
-                Clock.systemUTC());
+                Clock.systemUTC(), (txnId, outcome) -> pulsar.getTransactionMetadataStoreService().endTransaction(
+                        txnId, outcome == Outcome.COMMITTED ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false));
         BrokerContext.install(context);
         PreserverMetrics.register(pulsar.getConfiguration().getClusterName(), context.preservers().values());
         log.info("Transaction outcome preserver configured: {}", config);

@@ -74,6 +74,8 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                         txnLogBufferedWriterConfig, timer, preserver,
                         () -> context.preservers().remove(tcId.getId(), preserver))
                         .thenApply(store -> {
+                            ((PreservingTransactionMetadataStore) store).startCleanup(context.endRequester(),
+                                    context.config().stuckRedriveAfter(), context.clock());
                             context.preservers().put(tcId.getId(), preserver);
                             return store;
                         }));

@@ -16,7 +16,8 @@ public record PreserverConfig(
         int persistCountPerClient,
         int maxKeptPerCoordinator,
         Duration persistTime,
-        Duration expireCheckInterval) {
+        Duration expireCheckInterval,
+        Duration stuckRedriveAfter) {
 
     /** How many ended transactions are kept per client; 0 turns the plugin into a pass-through. */
     public static final String PERSIST_COUNT = "transactionMetaPersistCount";
@@ -29,11 +30,18 @@ public record PreserverConfig(
      * client only, so many distinct clients could exhaust the heap; this bounds it per coordinator.
      */
     public static final String MAX_KEPT_PER_COORDINATOR = "transactionMetaPersistMaxCountPerCoordinator";
+    /**
+     * How long a transaction may stay COMMITTING/ABORTING with no end step in flight before
+     * the plugin re-drives its end in the background (stock Pulsar waits for a client retry
+     * or a coordinator reload, while its partitions' consumers are stopped).
+     */
+    public static final String STUCK_REDRIVE_AFTER_IN_SECOND = "transactionMetaStuckRedriveAfterInSecond";
 
     public static final int DEFAULT_PERSIST_COUNT = 0;
     public static final long DEFAULT_PERSIST_TIME_IN_HOUR = 72;
     public static final long DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND = 300;
     public static final int DEFAULT_MAX_KEPT_PER_COORDINATOR = 100_000;
+    public static final long DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND = 60;
 
     public PreserverConfig {
         requireAtLeast(PERSIST_COUNT, persistCountPerClient, 0);
@@ -43,6 +51,10 @@ public record PreserverConfig(
         }
         if (expireCheckInterval.isNegative() || expireCheckInterval.isZero()) {
             throw new InvalidConfigException(EXPIRE_CHECK_INTERVAL_IN_SECOND, expireCheckInterval.toSeconds(),
+                    "must be at least 1");
+        }
+        if (stuckRedriveAfter.isNegative() || stuckRedriveAfter.isZero()) {
+            throw new InvalidConfigException(STUCK_REDRIVE_AFTER_IN_SECOND, stuckRedriveAfter.toSeconds(),
                     "must be at least 1");
         }
     }
@@ -59,7 +71,10 @@ public record PreserverConfig(
         Duration persistTime = readHours(properties, PERSIST_TIME_IN_HOUR, DEFAULT_PERSIST_TIME_IN_HOUR);
         long seconds = readLong(properties, EXPIRE_CHECK_INTERVAL_IN_SECOND, DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND,
                 1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
-        return new PreserverConfig(count, maxKept, persistTime, Duration.ofSeconds(seconds));
+        long stuckSeconds = readLong(properties, STUCK_REDRIVE_AFTER_IN_SECOND, DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND,
+                1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
+        return new PreserverConfig(count, maxKept, persistTime, Duration.ofSeconds(seconds),
+                Duration.ofSeconds(stuckSeconds));
     }
 
     /** Whether outcomes are kept at all; when not, the coordinator is the stock one. */

@@ -6,6 +6,10 @@ import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateTopic;
 import it.unimi.dsi.fastutil.longs.LongArrayList;
 import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -41,7 +45,7 @@ public final class TransactionMetadataPreserver {
     private final ScheduledExecutorService executor;
     private final KeptOutcomes kept;
     private final PreserverStats stats = new PreserverStats();
-    private volatile ScheduledFuture<?> expiryTask;
+    private final List<ScheduledFuture<?>> periodicTasks = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
 
     public TransactionMetadataPreserver(long coordinatorId, PreserverConfig config, StateTopic stateTopic,
@@ -79,9 +83,22 @@ public final class TransactionMetadataPreserver {
 
     /** Starts the periodic expiry. */
     public void start() {
-        long intervalMillis = config.expireCheckInterval().toMillis();
-        expiryTask = executor.scheduleWithFixedDelay(this::expireSafely, intervalMillis, intervalMillis,
-                TimeUnit.MILLISECONDS);
+        scheduleWithFixedDelay(this::expire, config.expireCheckInterval());
+    }
+
+    /**
+     * Runs a task periodically on this coordinator's preserver executor until close; a task
+     * that throws is logged and runs again at its next time.
+     */
+    public void scheduleWithFixedDelay(Runnable task, Duration interval) {
+        long millis = interval.toMillis();
+        periodicTasks.add(executor.scheduleWithFixedDelay(() -> runSafely(task), millis, millis,
+                TimeUnit.MILLISECONDS));
+    }
+
+    /** The single thread on which this coordinator's periodic work runs. */
+    public Executor executor() {
+        return executor;
     }
 
     /**
@@ -144,10 +161,8 @@ public final class TransactionMetadataPreserver {
 
     public CompletableFuture<Void> closeAsync() {
         closed = true;
-        ScheduledFuture<?> task = expiryTask;
-        if (task != null) {
-            task.cancel(false);
-        }
+        periodicTasks.forEach(task -> task.cancel(false));
+        executor.shutdown();
         kept.clear();
         return stateTopic.closeAsync();
     }
@@ -186,11 +201,11 @@ public final class TransactionMetadataPreserver {
         deleteAll(toDelete.toLongArray());
     }
 
-    private void expireSafely() {
+    private void runSafely(Runnable task) {
         try {
-            expire();
+            task.run();
         } catch (RuntimeException e) {
-            log.error("Coordinator {}: expiry of kept transaction outcomes failed", coordinatorId, e);
+            log.error("Coordinator {}: periodic task failed", coordinatorId, e);
         }
     }
 

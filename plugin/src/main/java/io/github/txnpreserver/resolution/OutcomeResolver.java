@@ -2,6 +2,7 @@ package io.github.txnpreserver.resolution;
 
 import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.apache.pulsar.transaction.coordinator.TxnMeta;
@@ -14,14 +15,31 @@ import org.apache.pulsar.transaction.coordinator.TxnMeta;
 public final class OutcomeResolver {
 
     private final Function<TxnID, TxnMeta> liveTransactions;
+    private final Function<TxnID, CompletableFuture<Void>> liveEnd;
     private final TransactionMetadataPreserver preserver;
 
     /**
      * @param liveTransactions the coordinator's live transaction, or null when it has none
+     * @param liveEnd completes once the transaction is no longer live
      */
-    public OutcomeResolver(Function<TxnID, TxnMeta> liveTransactions, TransactionMetadataPreserver preserver) {
+    public OutcomeResolver(Function<TxnID, TxnMeta> liveTransactions, Function<TxnID, CompletableFuture<Void>> liveEnd,
+                           TransactionMetadataPreserver preserver) {
         this.liveTransactions = liveTransactions;
+        this.liveEnd = liveEnd;
         this.preserver = preserver;
+    }
+
+    /**
+     * The final answer: as {@link #resolve}, but a FINISHING transaction is waited for until
+     * it has ended (then KEPT, or NOT_FOUND with retention off). A PENDING transaction is
+     * answered as pending: only its client or its timeout can decide it.
+     */
+    public CompletableFuture<Answer> awaitFinal(TxnID txnId) {
+        Answer answer = resolve(txnId);
+        if (answer.resolution() != Resolution.FINISHING) {
+            return CompletableFuture.completedFuture(answer);
+        }
+        return liveEnd.apply(txnId).thenApply(ignored -> resolve(txnId));
     }
 
     public Answer resolve(TxnID txnId) {

@@ -1,10 +1,15 @@
 package io.github.txnpreserver.store;
 
+import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
 import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.OutcomeResolver;
-import io.github.txnpreserver.resolution.Resolution;
+import io.github.txnpreserver.testhooks.EndMarkerRefusal;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -46,6 +51,8 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  */
 public class PreservingTransactionMetadataStore extends MLTransactionMetadataStore {
 
+    private static final Duration MAX_CLEANUP_INTERVAL = Duration.ofSeconds(5);
+
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
     private final Runnable onClosed;
@@ -55,6 +62,8 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
     /** The terminal-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> ending = new ConcurrentHashMap<>();
+    /** Callers waiting for a finishing transaction to leave the live store. */
+    private final Map<Long, CompletableFuture<Void>> liveEnds = new ConcurrentHashMap<>();
 
     public PreservingTransactionMetadataStore(TransactionCoordinatorID tcID, MLTransactionLogImpl transactionLog,
                                               TransactionTimeoutTracker timeoutTracker,
@@ -64,7 +73,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         super(tcID, transactionLog, timeoutTracker, sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
         this.preserver = preserver;
         this.onClosed = onClosed;
-        this.resolver = new OutcomeResolver(this::liveTxnMeta, preserver);
+        this.resolver = new OutcomeResolver(this::liveTxnMeta, this::liveEnd, preserver);
     }
 
     public TransactionMetadataPreserver preserver() {
@@ -75,13 +84,43 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         return resolver;
     }
 
+    /**
+     * Starts the background re-drive of transactions stuck finishing, on the preserver's
+     * executor; it stops when the store closes.
+     */
+    public void startCleanup(StuckTransactionRedriver.EndRequester endRequester, Duration stuckAfter, Clock clock) {
+        StuckTransactionRedriver redriver = new StuckTransactionRedriver(getTransactionCoordinatorID().getId(),
+                this::finishingTransactions, this::isEndInFlight, endRequester, clock, stuckAfter,
+                preserver.stats(), preserver.executor());
+        Duration interval = stuckAfter.compareTo(MAX_CLEANUP_INTERVAL) < 0 ? stuckAfter : MAX_CLEANUP_INTERVAL;
+        preserver.scheduleWithFixedDelay(redriver::scan, interval);
+    }
+
     @Override
     public CompletableFuture<TxnMeta> getTxnMeta(TxnID txnId) {
         OutcomeResolver.Answer answer = resolver.resolve(txnId);
-        if (answer.resolution() == Resolution.NOT_FOUND) {
-            return FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
+        return switch (answer.resolution()) {
+            case NOT_FOUND -> FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
+            case FINISHING -> CompletableFuture.completedFuture(EndMarkerRefusal.installed()
+                    ? EndMarkerRefusal.apply(answer.meta()) : answer.meta());
+            default -> CompletableFuture.completedFuture(answer.meta());
+        };
+    }
+
+    /** The live transactions that are COMMITTING or ABORTING. */
+    public List<TxnMeta> finishingTransactions() {
+        List<TxnMeta> finishing = new ArrayList<>();
+        for (TxnMeta meta : getSlowTransactions(Long.MIN_VALUE)) {
+            if (Outcome.of(meta.status()) != null) {
+                finishing.add(meta);
+            }
         }
-        return CompletableFuture.completedFuture(answer.meta());
+        return finishing;
+    }
+
+    /** Whether the terminal step of a transaction is running (its markers have all been sent). */
+    public boolean isEndInFlight(TxnID txnId) {
+        return ending.containsKey(txnId.getLeastSigBits());
     }
 
     @Override
@@ -106,6 +145,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             preserving.clear();
             beginning.clear();
             ending.clear();
+            liveEnds.values().forEach(waiting -> waiting.completeExceptionally(
+                    new IllegalStateException("coordinator " + getTransactionCoordinatorID() + " closed")));
+            liveEnds.clear();
             return preserver.closeAsync();
         });
     }
@@ -151,7 +193,28 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         }
         return joinOrRun(ending, txnId, newStatus, () -> awaitPreserved(txnId)
                 .thenCompose(ignored -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout))
-                .thenRun(() -> preserving.remove(txnId.getLeastSigBits())));
+                .thenRun(() -> ended(txnId)));
+    }
+
+    /** The terminal entry is durable: the transaction is no longer live. */
+    private void ended(TxnID txnId) {
+        preserving.remove(txnId.getLeastSigBits());
+        CompletableFuture<Void> waiting = liveEnds.remove(txnId.getLeastSigBits());
+        if (waiting != null) {
+            waiting.complete(null);
+        }
+    }
+
+    /** Completes once the transaction is no longer live (at once if it is not). */
+    private CompletableFuture<Void> liveEnd(TxnID txnId) {
+        CompletableFuture<Void> end = liveEnds.computeIfAbsent(txnId.getLeastSigBits(),
+                sequence -> new CompletableFuture<>());
+        // It may have ended between the caller's look and the registration.
+        if (liveTxnMeta(txnId) == null) {
+            liveEnds.remove(txnId.getLeastSigBits(), end);
+            end.complete(null);
+        }
+        return end;
     }
 
     /**

@@ -8,6 +8,7 @@ import static org.mockito.Mockito.verify;
 import static org.mockito.Mockito.verifyNoInteractions;
 import static org.mockito.Mockito.when;
 
+import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.netty.util.Timer;
@@ -28,6 +29,10 @@ import org.junit.jupiter.api.Test;
 
 @DisplayName("The metadata store provider")
 class PreservingMetadataStoreProviderTest {
+
+    private static final StuckTransactionRedriver.EndRequester NO_ENDS = (txnId, outcome) -> {
+        throw new AssertionError("no transaction is ended here");
+    };
 
     private final TransactionMetadataStoreProvider stock = mock(TransactionMetadataStoreProvider.class);
     private final PreservingMetadataStoreProvider provider = new PreservingMetadataStoreProvider(stock);
@@ -50,7 +55,7 @@ class PreservingMetadataStoreProviderTest {
     }
 
     private static PreserverConfig config(int persistCount) {
-        return new PreserverConfig(persistCount, 100, Duration.ofHours(1), Duration.ofSeconds(1));
+        return new PreserverConfig(persistCount, 100, Duration.ofHours(1), Duration.ofSeconds(1), Duration.ofSeconds(1));
     }
 
     @Test
@@ -60,7 +65,7 @@ class PreservingMetadataStoreProviderTest {
                 .thenReturn(CompletableFuture.completedFuture(stockStore));
         BrokerContext.install(new BrokerContext(config(0), id -> {
             throw new AssertionError("a pass-through opens no state topic");
-        }, Clock.systemUTC()));
+        }, Clock.systemUTC(), NO_ENDS));
 
         assertThat(await(open())).isSameAs(stockStore);
         verify(stock).openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer);
@@ -78,7 +83,7 @@ class PreservingMetadataStoreProviderTest {
     void aStateTopicThatCannotBeOpenedFailsTheCoordinatorLoadSoTheBrokerRetriesIt() {
         BrokerContext.install(new BrokerContext(config(10),
                 id -> CompletableFuture.<StateTopic>failedFuture(new IllegalStateException("topic unavailable")),
-                Clock.systemUTC()));
+                Clock.systemUTC(), NO_ENDS));
 
         assertThat(failureOf(open())).hasMessageContaining("topic unavailable");
         verifyNoInteractions(stock, factory);

@@ -30,6 +30,7 @@ class PreserverConfigTest {
         assertThat(config.persistTime()).isEqualTo(Duration.ofHours(72));
         assertThat(config.expireCheckInterval()).isEqualTo(Duration.ofSeconds(300));
         assertThat(config.maxKeptPerCoordinator()).isEqualTo(100_000);
+        assertThat(config.stuckRedriveAfter()).isEqualTo(Duration.ofSeconds(60));
     }
 
     @Test
@@ -38,9 +39,11 @@ class PreserverConfigTest {
                 "transactionMetaPersistCount", " 50 ",
                 "transactionMetaPersistTimeInHour", "1",
                 "transactionMetaExpireCheckIntervalInSecond", "10",
-                "transactionMetaPersistMaxCountPerCoordinator", "5000"));
+                "transactionMetaPersistMaxCountPerCoordinator", "5000",
+                "transactionMetaStuckRedriveAfterInSecond", "7"));
 
-        assertThat(config).isEqualTo(new PreserverConfig(50, 5000, Duration.ofHours(1), Duration.ofSeconds(10)));
+        assertThat(config).isEqualTo(new PreserverConfig(50, 5000, Duration.ofHours(1), Duration.ofSeconds(10),
+                Duration.ofSeconds(7)));
         assertThat(config.enabled()).isTrue();
     }
 
@@ -66,7 +69,8 @@ class PreserverConfigTest {
             "transactionMetaPersistTimeInHour, soon, is not a number of hours",
             "transactionMetaExpireCheckIntervalInSecond, 0, must be at least 1",
             "transactionMetaExpireCheckIntervalInSecond, 1.5, is not a whole number",
-            "transactionMetaPersistMaxCountPerCoordinator, 0, must be at least 1"
+            "transactionMetaPersistMaxCountPerCoordinator, 0, must be at least 1",
+            "transactionMetaStuckRedriveAfterInSecond, 0, must be at least 1"
     })
     void aWrongValueIsRefusedWithAMessageNamingTheKeyAndTheValue(String key, String value, String problem) {
         assertThatThrownBy(() -> PreserverConfig.fromProperties(properties(key, value)))

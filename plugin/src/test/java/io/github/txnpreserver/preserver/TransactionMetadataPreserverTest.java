@@ -36,7 +36,7 @@ class TransactionMetadataPreserverTest {
 
     private TransactionMetadataPreserver newPreserver(int perClient, int total) {
         return new TransactionMetadataPreserver(TC, new PreserverConfig(perClient, total, Duration.ofHours(72),
-                Duration.ofSeconds(300)), topic, clock, executor);
+                Duration.ofSeconds(300), Duration.ofSeconds(60)), topic, clock, executor);
     }
 
     @AfterEach

@@ -76,6 +76,68 @@ class ResolutionTest {
     }
 
     @Test
+    void aCallerNeedingTheFinalAnswerWaitsForAFinishingTransactionToEnd() {
+        TxnID txn = coordinator.open("alice");
+        coordinator.produce(txn, PARTITION);
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
+        coordinator.commit(txn, "alice");
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndInFlight(txn));
+
+        var finalAnswer = coordinator.store().resolver().awaitFinal(txn);
+
+        assertThat(finalAnswer).isNotDone();
+        coordinator.transactionLog().releaseHeldAppends();
+        assertThat(await(finalAnswer).resolution()).isEqualTo(Resolution.KEPT);
+        assertThat(await(finalAnswer).kept().outcome()).isEqualTo(io.github.txnpreserver.preserver.Outcome.COMMITTED);
+    }
+
+    @Test
+    void anOpenTransactionsFinalAnswerIsPendingAtOnce() {
+        TxnID txn = coordinator.open("alice");
+
+        assertThat(await(coordinator.store().resolver().awaitFinal(txn)).resolution())
+                .isEqualTo(Resolution.PENDING);
+    }
+
+    @Test
+    void aTransactionsObservedLifecycleFollowsTheTransitionTable() {
+        TxnID txn = new TxnID(CoordinatorHarness.TC_ID, 0);
+        java.util.List<Resolution> observed = new java.util.ArrayList<>();
+        observed.add(resolutionOf(txn));
+        TxnID opened = coordinator.open("alice");
+        assertThat(opened).isEqualTo(txn);
+        observed.add(resolutionOf(txn));
+        coordinator.produce(txn, PARTITION);
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
+        coordinator.commit(txn, "alice");
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndInFlight(txn));
+        observed.add(resolutionOf(txn));
+        coordinator.transactionLog().releaseHeldAppends();
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        observed.add(resolutionOf(txn));
+        coordinator.clock().advance(Duration.ofHours(72));
+        coordinator.preserver().expire();
+        observed.add(resolutionOf(txn));
+
+        assertThat(observed).containsExactly(Resolution.NOT_FOUND, Resolution.PENDING, Resolution.FINISHING,
+                Resolution.KEPT, Resolution.NOT_FOUND);
+        for (int i = 1; i < observed.size(); i++) {
+            assertThat(observed.get(i - 1).canBecome(observed.get(i)))
+                    .as("%s -> %s", observed.get(i - 1), observed.get(i)).isTrue();
+        }
+    }
+
+    @Test
+    void theTableAllowsNoWayBackFromAnEndedTransaction() {
+        assertThat(Resolution.KEPT.canBecome(Resolution.PENDING)).isFalse();
+        assertThat(Resolution.KEPT.canBecome(Resolution.FINISHING)).isFalse();
+        assertThat(Resolution.FINISHING.canBecome(Resolution.PENDING)).isFalse();
+        assertThat(Resolution.PENDING.canBecome(Resolution.KEPT)).isFalse();
+        assertThat(Resolution.KEPT.isFinal()).isTrue();
+        assertThat(Resolution.FINISHING.isFinal()).isFalse();
+    }
+
+    @Test
     void anUnknownTransactionIsNotFound() {
         TxnID unknown = new TxnID(CoordinatorHarness.TC_ID, 99);
 

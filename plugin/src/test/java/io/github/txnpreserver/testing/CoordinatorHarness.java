@@ -49,6 +49,7 @@ public final class CoordinatorHarness implements AutoCloseable {
     private final InMemoryStateTopic stateTopic = new InMemoryStateTopic(callLog);
     private final HashedWheelTimer timer = new HashedWheelTimer(10, TimeUnit.MILLISECONDS);
     private final TransactionBufferClient markers = mock(TransactionBufferClient.class);
+    private final java.util.Set<String> refusingPartitions = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private TransactionMetadataStoreService service;
     private PreservingTransactionMetadataStore store;
 
@@ -68,7 +69,8 @@ public final class CoordinatorHarness implements AutoCloseable {
 
     /** A coordinator keeping {@code perClient} outcomes per client, at most {@code total} in all, for 72 h. */
     public static CoordinatorHarness start(int perClient, int total) {
-        return start(new PreserverConfig(perClient, total, Duration.ofHours(72), Duration.ofSeconds(300)));
+        return start(new PreserverConfig(perClient, total, Duration.ofHours(72), Duration.ofSeconds(300),
+                Duration.ofSeconds(60)));
     }
 
     public static CoordinatorHarness start(PreserverConfig config) {
@@ -164,7 +166,30 @@ public final class CoordinatorHarness implements AutoCloseable {
                         "Client (" + role + ") is neither the owner of the transaction " + txn + " nor a super user")));
     }
 
+    /**
+     * The partition refuses end markers with an error the broker does not retry, as one that
+     * is fenced or unloaded at the wrong moment does, until {@link #acceptMarkers}.
+     */
+    public void refuseMarkers(String partition) {
+        refusingPartitions.add(partition);
+    }
+
+    public void acceptMarkers(String partition) {
+        refusingPartitions.remove(partition);
+    }
+
+    /** Ends a transaction through the broker's chain, as the background re-drive does. */
+    public CompletableFuture<Void> endThroughBroker(TxnID txn, io.github.txnpreserver.preserver.Outcome outcome) {
+        return service.endTransaction(txn, outcome == io.github.txnpreserver.preserver.Outcome.COMMITTED
+                ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false);
+    }
+
     private CompletableFuture<TxnID> marker(String action, String partition, long most, long least) {
+        if (refusingPartitions.contains(partition)) {
+            callLog.record("marker refused " + action + " " + partition + " " + most + ":" + least);
+            return CompletableFuture.failedFuture(new IllegalStateException("partition " + partition
+                    + " refused the end marker"));
+        }
         callLog.record("marker " + action + " " + partition + " " + most + ":" + least);
         return CompletableFuture.completedFuture(new TxnID(most, least));
     }
