@@ -34,6 +34,7 @@ public final class LocalPulsar implements AutoCloseable {
     private final Path pulsarHome;
     private final Path dir;
     private final Map<String, String> config;
+    private final String jvmOptions;
     private final int brokerPort;
     private final int webPort;
     private final int zookeeperPort;
@@ -41,10 +42,12 @@ public final class LocalPulsar implements AutoCloseable {
     private Process process;
     private int starts;
 
-    private LocalPulsar(Path pulsarHome, Path dir, Map<String, String> config) throws IOException {
+    private LocalPulsar(Path pulsarHome, Path dir, Map<String, String> config, String jvmOptions)
+            throws IOException {
         this.pulsarHome = pulsarHome;
         this.dir = dir;
         this.config = config;
+        this.jvmOptions = jvmOptions;
         int[] ports = freePorts(4);
         this.brokerPort = ports[0];
         this.webPort = ports[1];
@@ -57,11 +60,21 @@ public final class LocalPulsar implements AutoCloseable {
      * broker.conf keys on top of the installed overlay.
      */
     public static LocalPulsar start(String name, Map<String, String> config) throws IOException, InterruptedException {
+        return start(name, config, "");
+    }
+
+    /** As {@link #start(String, Map)}, with extra options for the broker JVM (e.g. a test hook's -D). */
+    public static LocalPulsar start(String name, Map<String, String> config, String jvmOptions)
+            throws IOException, InterruptedException {
         Path home = PulsarDistribution.withPluginInstalled();
-        Path dir = PulsarDistribution.workDir().resolve(name + "-" + System.currentTimeMillis());
-        LocalPulsar pulsar = new LocalPulsar(home, dir, new LinkedHashMap<>(config));
+        LocalPulsar pulsar = new LocalPulsar(home, newDir(name), new LinkedHashMap<>(config), jvmOptions);
         pulsar.start();
         return pulsar;
+    }
+
+    /** A fresh folder for one broker's data, logs and files. */
+    public static Path newDir(String name) {
+        return PulsarDistribution.workDir().resolve(name + "-" + System.nanoTime());
     }
 
     public String serviceUrl() {
@@ -106,7 +119,7 @@ public final class LocalPulsar implements AutoCloseable {
         env.put("PULSAR_MEM", HEAP);
         env.put("PULSAR_GC", "-XX:+UseSerialGC");
         env.put("PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + dir.resolve("tmp")
-                + " -Dzookeeper.admin.enableServer=false");
+                + " -Dzookeeper.admin.enableServer=false " + jvmOptions);
         builder.redirectErrorStream(true);
         builder.redirectOutput(ProcessBuilder.Redirect.appendTo(logFile().toFile()));
         starts++;

@@ -58,6 +58,29 @@ public final class RetryingEndClient implements AutoCloseable {
         return send(txnId, coordinators::abortAsync);
     }
 
+    /**
+     * Sends {@code count} commits of one transaction at once, as concurrent retries of
+     * several threads or clients do, and returns every answer.
+     */
+    public java.util.List<EndAnswer> commitConcurrently(TxnID txnId, int count) throws InterruptedException {
+        java.util.List<CompletableFuture<Void>> requests = new java.util.ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            requests.add(coordinators.commitAsync(txnId));
+        }
+        java.util.List<EndAnswer> answers = new java.util.ArrayList<>();
+        for (CompletableFuture<Void> request : requests) {
+            try {
+                request.get(60, TimeUnit.SECONDS);
+                answers.add(EndAnswer.SUCCESS);
+            } catch (ExecutionException e) {
+                answers.add(EndAnswer.of(e.getCause()));
+            } catch (TimeoutException e) {
+                answers.add(null);
+            }
+        }
+        return answers;
+    }
+
     /** The exception message of the last refusal, for printing. */
     public String lastMessage() {
         return lastMessage;
