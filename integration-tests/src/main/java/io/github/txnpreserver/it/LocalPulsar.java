@@ -66,10 +66,24 @@ public final class LocalPulsar implements AutoCloseable {
     /** As {@link #start(String, Map)}, with extra options for the broker JVM (e.g. a test hook's -D). */
     public static LocalPulsar start(String name, Map<String, String> config, String jvmOptions)
             throws IOException, InterruptedException {
-        Path home = PulsarDistribution.withPluginInstalled();
+        return startOn(PulsarDistribution.withPluginInstalled(), name, config, jvmOptions);
+    }
+
+    /** A broker of the untouched distribution: stock Pulsar, for comparisons. */
+    public static LocalPulsar startStock(String name, Map<String, String> config)
+            throws IOException, InterruptedException {
+        return startOn(PulsarDistribution.stock(), name, config, "");
+    }
+
+    private static LocalPulsar startOn(Path home, String name, Map<String, String> config, String jvmOptions)
+            throws IOException, InterruptedException {
         LocalPulsar pulsar = new LocalPulsar(home, newDir(name), new LinkedHashMap<>(config), jvmOptions);
         pulsar.start();
         return pulsar;
+    }
+
+    public Path pulsarHome() {
+        return pulsarHome;
     }
 
     /** A fresh folder for one broker's data, logs and files. */

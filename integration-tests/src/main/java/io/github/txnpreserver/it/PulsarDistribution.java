@@ -15,6 +15,7 @@ public final class PulsarDistribution {
 
     private static final String VERSION = "4.0.8";
     private static Path installed;
+    private static Path stock;
 
     private PulsarDistribution() {
     }
@@ -22,12 +23,20 @@ public final class PulsarDistribution {
     /** PULSAR_HOME of the distribution, unpacked and with the plugin installed. */
     public static synchronized Path withPluginInstalled() throws IOException, InterruptedException {
         if (installed == null) {
-            Path home = unpacked();
+            Path home = unpacked("unpacked");
             run(List.of(repoRoot().resolve("broker-conf-overlay/install.sh").toString(), home.toString()),
                     home.getParent().resolve("install.log"));
             installed = home;
         }
         return installed;
+    }
+
+    /** PULSAR_HOME of a second, untouched copy of the distribution: stock Pulsar, plugin not installed. */
+    public static synchronized Path stock() throws IOException, InterruptedException {
+        if (stock == null) {
+            stock = unpacked("unpacked-stock");
+        }
+        return stock;
     }
 
     public static Path repoRoot() {
@@ -39,13 +48,13 @@ public final class PulsarDistribution {
         return Paths.get(requiredProperty("txnpreserver.work.dir")).toAbsolutePath().normalize();
     }
 
-    private static Path unpacked() throws IOException, InterruptedException {
+    private static Path unpacked(String folder) throws IOException, InterruptedException {
         Path archive = Paths.get(requiredProperty("pulsar.distribution.archive")).toAbsolutePath();
         if (!Files.isRegularFile(archive)) {
             throw new IllegalStateException("Pulsar distribution " + archive + " is missing: build with Maven,"
                     + " which fetches org.apache.pulsar:pulsar-server-distribution:" + VERSION + ":tar.gz:bin");
         }
-        Path target = archive.getParent().resolve("unpacked");
+        Path target = archive.getParent().resolve(folder);
         Path home = target.resolve("apache-pulsar-" + VERSION);
         if (!Files.isExecutable(home.resolve("bin/pulsar"))) {
             Files.createDirectories(target);

@@ -1,0 +1,155 @@
+package io.github.txnpreserver.bench;
+
+import io.github.txnpreserver.it.LocalPulsar;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Stock Pulsar against the plugin, on the same distribution and machine, in one run; plus the
+ * plugin's in-process figures. Prints a table, then one machine-readable RESULT line last.
+ *
+ * <p>Brokers alternate (stock, plugin, stock, plugin, ...) so that drift of the machine
+ * during the run falls on both sides; latencies of all rounds are merged, throughputs
+ * averaged. Usage: {@code benchmarks/run.sh [--quick] [--rounds N]}.
+ */
+public final class Benchmark {
+
+    private static final int[] CLIENTS = {1, 8, 32};
+
+    private Benchmark() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean quick = List.of(args).contains("--quick");
+        int rounds = intArg(args, "--rounds", quick ? 1 : 2);
+        int latencyTxns = quick ? 300 : 2000;
+        Duration warmup = Duration.ofSeconds(quick ? 2 : 5);
+        Duration measured = Duration.ofSeconds(quick ? 5 : 20);
+        int perfSeconds = quick ? 10 : 20;
+
+        say("== In-process figures (this JVM, no broker) ==");
+        long heapPerOutcome = InProcessFigures.heapBytesPerOutcome(1_000_000, 10_000);
+        say("heap per kept outcome (1 M outcomes, 10 000 clients): %d bytes", heapPerOutcome);
+        double restoreSeconds = InProcessFigures.restoreSeconds(1_000_000, 10_000);
+        say("restore of 1 M kept outcomes (decode + admit): %.2f s", restoreSeconds);
+        Map<Integer, Long> bytesPerTxn = new LinkedHashMap<>();
+        for (int count : new int[] {1, 100, 10_000}) {
+            bytesPerTxn.put(count, InProcessFigures.stateTopicBytesPerTransaction(count, 20_000));
+            say("state-topic bytes per ended transaction, transactionMetaPersistCount=%d: %d", count,
+                    bytesPerTxn.get(count));
+        }
+
+        say("");
+        say("== Brokers: stock (plugin not installed) vs plugin (transactionMetaPersistCount=100), %d round(s) ==",
+                rounds);
+        Side stock = new Side("stock");
+        Side plugin = new Side("plugin");
+        for (int round = 1; round <= rounds; round++) {
+            for (Side side : List.of(stock, plugin)) {
+                say("-- round %d: %s --", round, side.name);
+                try (LocalPulsar pulsar = side == stock
+                        ? LocalPulsar.startStock("bench-stock", Map.of("transactionCoordinatorEnabled", "true"))
+                        : LocalPulsar.start("bench-plugin", Map.of("transactionMetaPersistCount", "100"))) {
+                    measure(side, pulsar, round, latencyTxns, warmup, measured, perfSeconds);
+                }
+            }
+        }
+
+        say("");
+        say("%-34s %12s %12s %8s", "", "stock", "plugin", "ratio");
+        row("commit latency p50 (ms)", millis(stock.latency, 50), millis(plugin.latency, 50));
+        row("commit latency p99 (ms)", millis(stock.latency, 99), millis(plugin.latency, 99));
+        row("commit latency p99.9 (ms)", millis(stock.latency, 99.9), millis(plugin.latency, 99.9));
+        for (int clients : CLIENTS) {
+            row("txn/s, " + clients + " client(s)", stock.throughput(clients), plugin.throughput(clients));
+        }
+        row("pulsar-perf transaction txn/s", stock.perf(), plugin.perf());
+
+        double p50Ratio = millis(plugin.latency, 50) / millis(stock.latency, 50);
+        double p99Ratio = millis(plugin.latency, 99) / millis(stock.latency, 99);
+        double throughputRatio = 0;
+        for (int clients : CLIENTS) {
+            throughputRatio += plugin.throughput(clients) / stock.throughput(clients);
+        }
+        throughputRatio /= CLIENTS.length;
+        say("");
+        say("Targets: p50 and p99 ratio <= 1.03; throughput ratio (mean over 1, 8, 32 clients) >= 0.97;"
+                + " bytes per txn flat across counts; heap <= 100 bytes per outcome; 1 M restore <= 5 s.");
+        say("RESULT p50_ratio=%.3f p99_ratio=%.3f throughput_ratio=%.3f bytes_per_txn_count1=%d"
+                        + " bytes_per_txn_count100=%d bytes_per_txn_count10000=%d heap_bytes_per_outcome=%d"
+                        + " restore_1m_seconds=%.2f",
+                p50Ratio, p99Ratio, throughputRatio, bytesPerTxn.get(1), bytesPerTxn.get(100),
+                bytesPerTxn.get(10_000), heapPerOutcome, restoreSeconds);
+    }
+
+    private static void measure(Side side, LocalPulsar pulsar, int round, int latencyTxns, Duration warmup,
+                                Duration measured, int perfSeconds) throws Exception {
+        String prefix = "persistent://public/default/bench-" + side.name + "-" + round + "-";
+        Histogram latency = BrokerDriver.commitLatency(pulsar.serviceUrl(), prefix + "latency", latencyTxns / 10,
+                latencyTxns);
+        side.latency.add(latency);
+        say("commit latency p50 %.2f ms, p99 %.2f ms over %d commits", latency.getValueAtPercentile(50) / 1000.0,
+                latency.getValueAtPercentile(99) / 1000.0, latency.getTotalCount());
+        for (int clients : CLIENTS) {
+            double txnPerSecond = BrokerDriver.throughput(pulsar.serviceUrl(), prefix + "throughput-" + clients,
+                    clients, warmup, measured);
+            side.throughputs.merge(clients, txnPerSecond, Double::sum);
+            side.throughputRounds.merge(clients, 1, Integer::sum);
+            say("%d client(s): %.1f txn/s", clients, txnPerSecond);
+        }
+        Path perfLog = pulsar.dir().resolve("pulsar-perf.log");
+        double perf = PulsarPerf.transactionsPerSecond(pulsar.pulsarHome(), pulsar.serviceUrl(), pulsar.httpUrl(),
+                prefix + "perf", 8, perfSeconds, perfLog);
+        side.perfSum += perf;
+        side.perfRounds++;
+        say("pulsar-perf transaction, 8 threads: %.1f txn/s (log %s)", perf, perfLog);
+    }
+
+    private static double millis(Histogram histogram, double percentile) {
+        return histogram.getValueAtPercentile(percentile) / 1000.0;
+    }
+
+    private static void row(String label, double stock, double plugin) {
+        say("%-34s %12.2f %12.2f %8.3f", label, stock, plugin, plugin / stock);
+    }
+
+    private static int intArg(String[] args, String name, int defaultValue) {
+        for (int i = 0; i < args.length - 1; i++) {
+            if (args[i].equals(name)) {
+                return Integer.parseInt(args[i + 1]);
+            }
+        }
+        return defaultValue;
+    }
+
+    private static void say(String format, Object... values) {
+        System.out.println(String.format(Locale.ROOT, format, values));
+    }
+
+    /** One side of the comparison, across rounds. */
+    private static final class Side {
+        final String name;
+        final Histogram latency = new Histogram(60_000_000L, 3);
+        final Map<Integer, Double> throughputs = new LinkedHashMap<>();
+        final Map<Integer, Integer> throughputRounds = new LinkedHashMap<>();
+        double perfSum;
+        int perfRounds;
+
+        Side(String name) {
+            this.name = name;
+        }
+
+        double throughput(int clients) {
+            return throughputs.get(clients) / throughputRounds.get(clients);
+        }
+
+        double perf() {
+            return perfSum / perfRounds;
+        }
+    }
+}

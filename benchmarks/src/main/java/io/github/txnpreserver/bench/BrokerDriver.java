@@ -1,0 +1,108 @@
+package io.github.txnpreserver.bench;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.HdrHistogram.Recorder;
+import org.HdrHistogram.Histogram;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.transaction.Transaction;
+
+/** Transactional produce-and-commit through the stock client, as an application does it. */
+final class BrokerDriver {
+
+    private static final byte[] PAYLOAD = new byte[256];
+
+    private BrokerDriver() {
+    }
+
+    static PulsarClient client(String serviceUrl) throws Exception {
+        return PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
+                .operationTimeout(60, TimeUnit.SECONDS).build();
+    }
+
+    /** Commit latency in microseconds: the time of {@code commit()} of a transaction holding one message. */
+    static Histogram commitLatency(String serviceUrl, String topic, int warmup, int measured) throws Exception {
+        Histogram histogram = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
+        try (PulsarClient client = client(serviceUrl);
+             Producer<byte[]> producer = client.newProducer(Schema.BYTES).topic(topic).enableBatching(false)
+                     .sendTimeout(0, TimeUnit.SECONDS).create()) {
+            for (int i = 0; i < warmup + measured; i++) {
+                Transaction txn = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build().get();
+                producer.newMessage(txn).value(PAYLOAD).send();
+                long start = System.nanoTime();
+                txn.commit().get();
+                long micros = (System.nanoTime() - start) / 1000;
+                if (i >= warmup) {
+                    histogram.recordValue(Math.min(micros, histogram.getHighestTrackableValue()));
+                }
+            }
+        }
+        return histogram;
+    }
+
+    /** Committed transactions per second with {@code clients} concurrent clients, each with its own connection. */
+    static double throughput(String serviceUrl, String topic, int clients, Duration warmup, Duration measured)
+            throws Exception {
+        List<PulsarClient> pulsarClients = new ArrayList<>();
+        List<Producer<byte[]>> producers = new ArrayList<>();
+        try {
+            for (int i = 0; i < clients; i++) {
+                PulsarClient client = client(serviceUrl);
+                pulsarClients.add(client);
+                producers.add(client.newProducer(Schema.BYTES).topic(topic).enableBatching(false)
+                        .sendTimeout(0, TimeUnit.SECONDS).create());
+            }
+            AtomicBoolean counting = new AtomicBoolean();
+            AtomicBoolean running = new AtomicBoolean(true);
+            AtomicLong committed = new AtomicLong();
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < clients; i++) {
+                PulsarClient client = pulsarClients.get(i);
+                Producer<byte[]> producer = producers.get(i);
+                Thread thread = new Thread(() -> {
+                    while (running.get()) {
+                        try {
+                            Transaction txn = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES)
+                                    .build().get();
+                            producer.newMessage(txn).value(PAYLOAD).send();
+                            txn.commit().get();
+                            if (counting.get()) {
+                                committed.incrementAndGet();
+                            }
+                        } catch (Exception e) {
+                            if (running.get()) {
+                                System.err.println("transaction failed: " + e);
+                            }
+                        }
+                    }
+                }, "bench-client-" + i);
+                thread.start();
+                threads.add(thread);
+            }
+            Thread.sleep(warmup.toMillis());
+            counting.set(true);
+            long start = System.nanoTime();
+            Thread.sleep(measured.toMillis());
+            long count = committed.get();
+            double seconds = (System.nanoTime() - start) / 1e9;
+            running.set(false);
+            for (Thread thread : threads) {
+                thread.join(TimeUnit.MINUTES.toMillis(2));
+            }
+            return count / seconds;
+        } finally {
+            for (Producer<byte[]> producer : producers) {
+                producer.closeAsync();
+            }
+            for (PulsarClient client : pulsarClients) {
+                client.close();
+            }
+        }
+    }
+}
