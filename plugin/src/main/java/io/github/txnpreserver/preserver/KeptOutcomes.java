@@ -66,12 +66,15 @@ public final class KeptOutcomes {
      *
      * @return the sequence ids (TxnID least significant bits) evicted to make room; the
      *     caller deletes them from the state topic. Admitting a transaction already kept
-     *     changes nothing and evicts nothing.
+     *     evicts nothing; it corrects the outcome if it differs (a stale speculative record
+     *     restored for a transaction that then ended the other way).
      */
     public synchronized long[] admit(TxnID txnId, Outcome outcome, String owner, long endTimeMillis) {
         checkCoordinator(txnId);
         long sequence = txnId.getLeastSigBits();
-        if (bySequence.containsKey(sequence)) {
+        Node existing = bySequence.get(sequence);
+        if (existing != null) {
+            existing.committed = outcome == Outcome.COMMITTED;
             return NONE;
         }
         Bucket bucket = bucketOf(owner);
@@ -224,7 +227,7 @@ public final class KeptOutcomes {
         final long sequence;
         final long endTimeMillis;
         final Bucket bucket;
-        final boolean committed;
+        boolean committed;
         Node older;
         Node newer;
         Node nextInBucket;

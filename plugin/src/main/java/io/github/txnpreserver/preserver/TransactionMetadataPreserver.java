@@ -13,6 +13,7 @@ import java.util.concurrent.Executor;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -104,24 +105,40 @@ public final class TransactionMetadataPreserver {
     /**
      * Makes an outcome durable in the state topic, then keeps it in memory.
      *
-     * @return completes once the record is durable; fails if the write failed, in which case
-     *     nothing is kept and the caller must retry
+     * @return completes once the record is durable and kept; fails if the write failed, in
+     *     which case nothing is kept and the caller must retry
      */
     public CompletableFuture<Void> preserve(TxnID txnId, Outcome outcome, String owner) {
-        KeptOutcome outcomeToKeep = new KeptOutcome(txnId, outcome, owner, clock.millis());
+        return persist(txnId, outcome, owner).thenAccept(this::keep);
+    }
+
+    /**
+     * Writes an outcome record to the state topic, without keeping it in memory yet: the
+     * coordinator writes the record as early as it can, and keeps the outcome only once it
+     * is decided ({@link #keep}).
+     *
+     * @return the outcome, once its record is durable; fails if the write failed
+     */
+    public CompletableFuture<KeptOutcome> persist(TxnID txnId, Outcome outcome, String owner) {
+        KeptOutcome record = new KeptOutcome(txnId, outcome, owner, clock.millis());
         long startNanos = System.nanoTime();
-        return stateTopic.write(StateRecordCodec.keyOf(txnId), StateRecordCodec.encode(outcomeToKeep))
-                .whenComplete((ignored, error) -> {
+        return stateTopic.write(StateRecordCodec.keyOf(txnId), StateRecordCodec.encode(record))
+                .handle((ignored, error) -> {
                     stats.stateWriteLatency.recordNanos(System.nanoTime() - startNanos);
                     if (error != null) {
                         stats.recordWriteFailures.increment();
                         log.warn("Coordinator {}: could not make the outcome of {} durable; the end of the"
                                 + " transaction will be retried", coordinatorId, txnId, error);
-                    } else {
-                        stats.recordsWritten.increment();
+                        throw new CompletionException(error);
                     }
-                })
-                .thenRun(() -> deleteAll(kept.admit(txnId, outcome, owner, outcomeToKeep.endTimeMillis())));
+                    stats.recordsWritten.increment();
+                    return record;
+                });
+    }
+
+    /** Keeps a decided outcome whose record is durable, evicting what the limits no longer allow. */
+    public void keep(KeptOutcome outcome) {
+        deleteAll(kept.admit(outcome.txnId(), outcome.outcome(), outcome.owner(), outcome.endTimeMillis()));
     }
 
     /** The kept outcome of a transaction, or null if none is kept. Never blocks. */

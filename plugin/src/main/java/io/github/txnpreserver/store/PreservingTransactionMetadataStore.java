@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -40,14 +41,23 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  *       longer live is answered from its kept outcome.</li>
  *   <li>{@link #updateTxnStatus} hooks the commit chain:
  *     <pre>
- *   OPEN ──append COMMITTING──▶ startPreserving ─┐ (record written in parallel with the end markers)
- *                                                ▼
- *   markers sent ──▶ awaitPreserved ──▶ append COMMITTED (store forgets the transaction)
+ *   OPEN ─┬─ append COMMITTING ──▶ markers sent ──┬─▶ keep outcome ──▶ append COMMITTED
+ *         └─ write outcome record ────────────────┘   (store forgets the transaction)
  *     </pre>
- *       The terminal entry is appended only once the outcome is durable in the state
- *       topic: after it, the store forgets the transaction and its log entries are
- *       released, so the record is the only trace left.</li>
+ *       The outcome record is written in parallel with the finishing entry and the end
+ *       markers, so that it adds nothing to the commit's latency. The terminal entry is
+ *       appended only once the record of the <em>decided</em> outcome is the newest one
+ *       durable in the state topic: after it, the store forgets the transaction and its
+ *       log entries are released, so the record is the only trace left.</li>
  * </ol>
+ *
+ * <p>A record written before the finishing entry is durable is speculative: the entry may
+ * fail, or a concurrent end towards the other outcome may win. Such a record is never kept
+ * in memory (an outcome is kept only at the terminal step, once decided), and if the newest
+ * record of a transaction is not its decided outcome, the decided one is written again
+ * after it (one ordered producer per coordinator), so the newest record always tells the
+ * truth. A stale record restored for a transaction still live is shadowed by the live state
+ * and replaced when the transaction ends.
  */
 public class PreservingTransactionMetadataStore extends MLTransactionMetadataStore {
 
@@ -56,8 +66,8 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
     private final Runnable onClosed;
-    /** Durability of the outcome record of each finishing transaction, by sequence id. */
-    private final Map<Long, CompletableFuture<Void>> preserving = new ConcurrentHashMap<>();
+    /** The newest outcome record written for each ending transaction, by sequence id. */
+    private final Map<Long, Preservation> preserving = new ConcurrentHashMap<>();
     /** The finishing-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
     /** The terminal-entry step in flight per transaction, so that concurrent ends share one. */
@@ -153,29 +163,30 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     /**
-     * Step 1: the finishing entry; once durable, the outcome record starts on its way.
+     * Step 1: the finishing entry, and in parallel the (speculative) outcome record.
      * Concurrent identical requests share one entry: the stock store would append a second
      * one and then refuse the request that appended it.
      */
     private CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                 boolean isTimeout) {
-        return joinOrRun(beginning, txnId, newStatus, () -> super.updateTxnStatus(txnId, newStatus, expectedStatus,
-                isTimeout).thenRun(() -> startPreserving(txnId)));
+        return joinOrRun(beginning, txnId, newStatus, () -> {
+            TxnMeta live = liveTxnMeta(txnId);
+            if (live != null) {
+                writeRecord(txnId, Outcome.of(newStatus), live.getOwner());
+            }
+            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
+        });
     }
 
-    /** Step 2, in parallel with the end markers: write the outcome record, once per transaction. */
-    private CompletableFuture<Void> startPreserving(TxnID txnId) {
-        return preserving.computeIfAbsent(txnId.getLeastSigBits(), sequence -> preserveLive(txnId));
-    }
-
-    private CompletableFuture<Void> preserveLive(TxnID txnId) {
-        TxnMeta live = liveTxnMeta(txnId);
-        Outcome outcome = live == null ? null : Outcome.of(live.status());
-        if (outcome == null) {
-            return FutureUtil.failedFuture(new InvalidTxnStatusException(
-                    "Transaction " + txnId + " is not finishing; its outcome cannot be preserved"));
-        }
-        return preserver.preserve(txnId, outcome, live.getOwner());
+    /**
+     * Writes the outcome record unless the newest record of the transaction already says
+     * this outcome (written or being written); a record for another outcome is superseded
+     * by a new write, which the coordinator's single producer orders after it.
+     */
+    private Preservation writeRecord(TxnID txnId, Outcome outcome, String owner) {
+        return preserving.compute(txnId.getLeastSigBits(), (sequence, newest) ->
+                newest != null && newest.outcome() == outcome && !newest.durable().isCompletedExceptionally()
+                        ? newest : new Preservation(outcome, preserver.persist(txnId, outcome, owner)));
     }
 
     /**
@@ -191,9 +202,30 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
             return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
         }
-        return joinOrRun(ending, txnId, newStatus, () -> awaitPreserved(txnId)
+        return joinOrRun(ending, txnId, newStatus, () -> awaitDecidedRecord(txnId, Outcome.of(newStatus),
+                live.getOwner())
                 .thenCompose(ignored -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout))
                 .thenRun(() -> ended(txnId)));
+    }
+
+    /**
+     * Step 2, once the markers are sent: the decided outcome's record must be the newest
+     * durable one; then the outcome is kept in memory, before the terminal entry makes the
+     * live transaction disappear. A failed write is forgotten, so that the broker's retry of
+     * the end writes it again, and reported as a failure the broker retries.
+     */
+    private CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
+        Preservation record = writeRecord(txnId, decided, owner);
+        return record.durable().handle((durable, error) -> {
+            if (error != null) {
+                preserving.remove(txnId.getLeastSigBits(), record);
+                throw new CompletionException(new StateTopicWriteException(
+                        "Outcome of " + txnId + " is not durable in the state topic yet",
+                        FutureUtil.unwrapCompletionException(error)));
+            }
+            preserver.keep(durable);
+            return null;
+        });
     }
 
     /** The terminal entry is durable: the transaction is no longer live. */
@@ -215,20 +247,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             end.complete(null);
         }
         return end;
-    }
-
-    /**
-     * The record's durability. A failed write is forgotten so that the broker's retry of the
-     * end writes it again, and reported as a failure the broker retries.
-     */
-    private CompletableFuture<Void> awaitPreserved(TxnID txnId) {
-        CompletableFuture<Void> durable = startPreserving(txnId);
-        return durable.exceptionallyCompose(error -> {
-            preserving.remove(txnId.getLeastSigBits(), durable);
-            return FutureUtil.failedFuture(new StateTopicWriteException(
-                    "Outcome of " + txnId + " is not durable in the state topic yet",
-                    FutureUtil.unwrapCompletionException(error)));
-        });
     }
 
     private CompletableFuture<Void> answerFromKeptOutcome(TxnID txnId, TxnStatus newStatus) {
@@ -274,6 +292,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     private record InFlight(TxnStatus status, CompletableFuture<Void> result) {
+    }
+
+    /** An outcome record of a transaction and its durability. */
+    private record Preservation(Outcome outcome, CompletableFuture<KeptOutcome> durable) {
     }
 
     private TxnMeta liveTxnMeta(TxnID txnId) {

@@ -5,6 +5,7 @@ import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
@@ -43,16 +44,76 @@ class CommitChainTest {
     }
 
     @Test
-    void writesTheRecordAfterTheFinishingEntryAndBeforeTheTerminalEntry() {
+    void writesTheRecordInParallelWithTheFinishingEntryAndTheMarkersAndBeforeTheTerminalEntry() {
         TxnID txn = openWithPartition();
         String key = CoordinatorHarness.key(txn);
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING"));
 
-        await(coordinator.commit(txn, ALICE));
+        CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        assertThat(coordinator.callLog().calls()).as("the record does not wait for the finishing entry")
+                .contains("state-write " + key);
+        coordinator.transactionLog().releaseHeldAppends();
+        await(commit);
 
         List<String> calls = coordinator.callLog().calls();
-        assertThat(calls).containsSubsequence("log COMMITTING " + key, "state-write " + key, "log COMMITTED " + key);
+        assertThat(calls).containsSubsequence("state-write " + key, "log COMMITTED " + key);
         assertThat(calls).containsSubsequence("log COMMITTING " + key, "marker COMMIT " + PARTITION + " " + key,
                 "log COMMITTED " + key);
+        assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
+    }
+
+    @Test
+    void whenAnEndRacingTheOtherWayWroteItsRecordLastTheDecidedOutcomeIsWrittenAgainBeforeTheEnd() {
+        TxnID txn = openWithPartition();
+        String key = CoordinatorHarness.key(txn);
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING") || op.equals("ABORTING"));
+
+        CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 2);
+        coordinator.transactionLog().releaseHeldAppends();
+
+        boolean committed = settle(commit);
+        boolean aborted = settle(timeoutAbort);
+        assertThat(committed).isNotEqualTo(aborted);
+        var newest = coordinator.stateTopic().entries().stream().filter(entry -> key.equals(entry.key()))
+                .reduce((first, second) -> second).orElseThrow();
+        assertThat(decode(key, newest.value()).outcome())
+                .isEqualTo(committed ? Outcome.COMMITTED : Outcome.ABORTED);
+
+        coordinator.restart();
+
+        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(committed ? Outcome.COMMITTED
+                : Outcome.ABORTED);
+    }
+
+    @Test
+    void aSpeculativeRecordOfAnEndThatNeverHappenedIsShadowedAndThenReplaced() {
+        TxnID txn = openWithPartition();
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING"));
+        coordinator.commit(txn, ALICE);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().liveKeys()
+                .contains(CoordinatorHarness.key(txn)));
+
+        coordinator.restart();
+
+        assertThat(coordinator.preserver().find(txn).outcome()).as("restored stale record").isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.PENDING);
+        await(coordinator.abort(txn, ALICE));
+        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+        assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+        coordinator.restart();
+        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+    }
+
+    private static io.github.txnpreserver.preserver.KeptOutcome decode(String key, byte[] value) {
+        try {
+            return io.github.txnpreserver.statetopic.StateRecordCodec.decode(key, value);
+        } catch (io.github.txnpreserver.statetopic.MalformedRecordException e) {
+            throw new AssertionError(e);
+        }
     }
 
     @Test
