@@ -35,6 +35,9 @@ public final class Benchmark {
         say("== In-process figures (this JVM, no broker) ==");
         long heapPerOutcome = InProcessFigures.heapBytesPerOutcome(1_000_000, 10_000);
         say("heap per kept outcome (1 M outcomes, 10 000 clients): %d bytes", heapPerOutcome);
+        long distinctClientsHeap = InProcessFigures.heapBytesUnderDistinctClients(1_000_000, 100_000);
+        say("heap of one coordinator after 1 M distinct clients ended one transaction each (cap 100 000): %.1f MB",
+                distinctClientsHeap / 1e6);
         double restoreSeconds = InProcessFigures.restoreSeconds(1_000_000, 10_000);
         say("restore of 1 M kept outcomes (decode + admit): %.2f s", restoreSeconds);
         Map<Integer, Long> bytesPerTxn = new LinkedHashMap<>();

@@ -47,6 +47,24 @@ final class InProcessFigures {
         return (after - before) / outcomes;
     }
 
+    /**
+     * Heap retained by one coordinator's kept outcomes when {@code clients} distinct clients
+     * each end one transaction, with the per-coordinator cap: bounded by the cap, not by the
+     * number of clients.
+     */
+    static long heapBytesUnderDistinctClients(int clients, int perCoordinatorCap) {
+        long before = usedHeapAfterGc();
+        KeptOutcomes kept = new KeptOutcomes(TC, 100, perCoordinatorCap, Duration.ofHours(72).toMillis());
+        for (int i = 0; i < clients; i++) {
+            kept.admit(new TxnID(TC, i), Outcome.COMMITTED, "client-" + i, i);
+        }
+        long after = usedHeapAfterGc();
+        if (kept.size() != Math.min(clients, perCoordinatorCap)) {
+            throw new IllegalStateException("kept " + kept.size());
+        }
+        return after - before;
+    }
+
     /** Seconds to restore {@code records} kept outcomes from a state topic already in memory. */
     static double restoreSeconds(int records, int clients) {
         List<byte[]> keys = new ArrayList<>(records);

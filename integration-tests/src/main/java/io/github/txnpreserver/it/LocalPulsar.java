@@ -146,6 +146,11 @@ public final class LocalPulsar implements AutoCloseable {
         awaitHealthy();
     }
 
+    /** Waits for the broker JVM to exit by itself (a crash); true if it did within the timeout. */
+    public boolean awaitExit(Duration timeout) throws InterruptedException {
+        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
     /** kill -9 of the broker JVM; returns once the process is gone and its ports are free. */
     public void kill() throws InterruptedException {
         if (process == null) {
@@ -234,7 +239,7 @@ public final class LocalPulsar implements AutoCloseable {
                 throw new IllegalStateException("Broker exited with " + process.exitValue() + " during start; log: "
                         + logFile() + "\n" + tail(40));
             }
-            if (healthy()) {
+            if (healthy() && namespacesReady()) {
                 return;
             }
             Thread.sleep(500);
@@ -245,18 +250,43 @@ public final class LocalPulsar implements AutoCloseable {
     }
 
     private boolean healthy() {
+        return get("/admin/v2/brokers/health") != null;
+    }
+
+    /**
+     * Standalone creates its namespaces after the broker reports healthy; a client that comes
+     * earlier finds no pulsar/system and cannot reach the transaction coordinators.
+     */
+    private boolean namespacesReady() {
+        String system = get("/admin/v2/namespaces/pulsar");
+        String pub = get("/admin/v2/namespaces/public");
+        return system != null && system.contains("pulsar/system") && pub != null && pub.contains("public/default");
+    }
+
+    /** The body of a 200 answer to an admin GET, or null. */
+    private String get(String path) {
         try {
-            HttpURLConnection connection = (HttpURLConnection) URI.create(httpUrl() + "/admin/v2/brokers/health")
+            HttpURLConnection connection = (HttpURLConnection) URI.create(httpUrl() + path)
                     .toURL().openConnection();
             connection.setConnectTimeout(1000);
             connection.setReadTimeout(5000);
+            String clientAuth = config.getOrDefault("brokerClientAuthenticationParameters", "");
+            if (clientAuth.startsWith("token:")) {
+                // With authentication on, health is asked with the broker's own (superuser) token.
+                connection.setRequestProperty("Authorization", "Bearer " + clientAuth.substring("token:".length()));
+            }
             try {
-                return connection.getResponseCode() == 200;
+                if (connection.getResponseCode() != 200) {
+                    return null;
+                }
+                try (var body = connection.getInputStream()) {
+                    return new String(body.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                }
             } finally {
                 connection.disconnect();
             }
         } catch (IOException e) {
-            return false;
+            return null;
         }
     }
 

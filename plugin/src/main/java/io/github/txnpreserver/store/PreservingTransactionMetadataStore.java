@@ -5,6 +5,7 @@ import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.OutcomeResolver;
+import io.github.txnpreserver.testhooks.CrashPoint;
 import io.github.txnpreserver.testhooks.EndMarkerRefusal;
 import java.time.Clock;
 import java.time.Duration;
@@ -111,8 +112,11 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         OutcomeResolver.Answer answer = resolver.resolve(txnId);
         return switch (answer.resolution()) {
             case NOT_FOUND -> FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
-            case FINISHING -> CompletableFuture.completedFuture(EndMarkerRefusal.installed()
-                    ? EndMarkerRefusal.apply(answer.meta()) : answer.meta());
+            case FINISHING -> {
+                crashPoint(CrashPoint.Step.DURING_MARKERS, 2);
+                yield CompletableFuture.completedFuture(EndMarkerRefusal.installed()
+                        ? EndMarkerRefusal.apply(answer.meta()) : answer.meta());
+            }
             default -> CompletableFuture.completedFuture(answer.meta());
         };
     }
@@ -174,7 +178,8 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             if (live != null) {
                 writeRecord(txnId, Outcome.of(newStatus), live.getOwner());
             }
-            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
+            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)
+                    .thenRun(() -> crashPoint(CrashPoint.Step.AFTER_FINISHING_ENTRY, 0));
         });
     }
 
@@ -224,12 +229,14 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                         FutureUtil.unwrapCompletionException(error)));
             }
             preserver.keep(durable);
+            crashPoint(CrashPoint.Step.AFTER_RECORD_BEFORE_TERMINAL_ENTRY, 0);
             return null;
         });
     }
 
     /** The terminal entry is durable: the transaction is no longer live. */
     private void ended(TxnID txnId) {
+        crashPoint(CrashPoint.Step.AFTER_TERMINAL_ENTRY, 0);
         preserving.remove(txnId.getLeastSigBits());
         CompletableFuture<Void> waiting = liveEnds.remove(txnId.getLeastSigBits());
         if (waiting != null) {
@@ -296,6 +303,12 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     /** An outcome record of a transaction and its durability. */
     private record Preservation(Outcome outcome, CompletableFuture<KeptOutcome> durable) {
+    }
+
+    private static void crashPoint(CrashPoint.Step step, long delayMillis) {
+        if (CrashPoint.installed()) {
+            CrashPoint.reached(step, delayMillis);
+        }
     }
 
     private TxnMeta liveTxnMeta(TxnID txnId) {
