@@ -125,7 +125,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     public List<TxnMeta> finishingTransactions() {
         List<TxnMeta> finishing = new ArrayList<>();
         for (TxnMeta meta : getSlowTransactions(Long.MIN_VALUE)) {
-            if (Outcome.of(meta.status()) != null) {
+            if (meta.status() == TxnStatus.COMMITTING || meta.status() == TxnStatus.ABORTING) {
                 finishing.add(meta);
             }
         }
@@ -311,8 +311,22 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         }
     }
 
+    /**
+     * The live transaction, or null. A transaction whose terminal entry is durable is not
+     * live, although the stock store holds it, COMMITTED or ABORTED, for a moment after
+     * updating its status and before removing it: a request in that moment is answered from
+     * the kept outcome (kept before the terminal entry), not refused for its status.
+     */
     private TxnMeta liveTxnMeta(TxnID txnId) {
         CompletableFuture<TxnMeta> live = super.getTxnMeta(txnId);
-        return live.isDone() && !live.isCompletedExceptionally() ? live.join() : null;
+        if (!live.isDone() || live.isCompletedExceptionally()) {
+            return null;
+        }
+        TxnMeta meta = live.join();
+        return isTerminal(meta.status()) ? null : meta;
+    }
+
+    private static boolean isTerminal(TxnStatus status) {
+        return status == TxnStatus.COMMITTED || status == TxnStatus.ABORTED;
     }
 }
