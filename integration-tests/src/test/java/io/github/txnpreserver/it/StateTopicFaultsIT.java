@@ -1,0 +1,101 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/** Bad records in the state topic, and an operator deleting it, on a real broker. */
+@DisplayName("Faults of the state topic")
+class StateTopicFaultsIT {
+
+    private static final String STATE_TOPIC = "persistent://pulsar/system/__terminated_txn_state_0";
+
+    @Test
+    void garbageTruncatedAndFutureRecordsAreSkippedAndCountedAndTheCoordinatorServes() throws Exception {
+        try (LocalPulsar pulsar = LocalPulsar.start("state-garbage", Map.of("transactionMetaPersistCount", "10"))) {
+            try (PulsarAdmin admin = Txns.admin(pulsar);
+                 PulsarClient plain = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build()) {
+                // Before any transactional client connects, the coordinator is not loaded yet.
+                admin.topics().createNonPartitionedTopic(STATE_TOPIC);
+                try (Producer<byte[]> intruder = plain.newProducer(Schema.BYTES).topic(STATE_TOPIC).create()) {
+                    intruder.newMessage().key("0:900").value("not a record".getBytes(StandardCharsets.UTF_8)).send();
+                    intruder.newMessage().key("0:901").value(new byte[] {0x08, 0x01, 0x10}).send();
+                    // format_version = 99 (field 1, varint)
+                    intruder.newMessage().key("0:902").value(new byte[] {0x08, 99, 0x10, 0x00, 0x18, (byte) 0x86,
+                            0x07}).send();
+                    intruder.newMessage().key("no-colon").value(new byte[] {0x08, 0x01}).send();
+                }
+            }
+            try (PulsarClient client = Txns.client(pulsar);
+                 Producer<String> producer = Txns.producer(client, Txns.uniqueTopic("after-garbage"));
+                 RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+                TxnID txn = Txns.committed(client, producer, "fine");
+                assertThat(retry.commit(txn)).isEqualTo(EndAnswer.SUCCESS);
+                assertThat(retry.commit(new TxnID(0, 900))).isEqualTo(EndAnswer.NOT_FOUND);
+            }
+            assertThat(metric(pulsar, "pulsar_txn_preserver_malformed_records_total")).isEqualTo(4);
+            assertThat(Files.readString(pulsar.logFile()))
+                    .contains("skipping malformed state-topic record: key 'no-colon'");
+        }
+    }
+
+    @Test
+    void anOperatorDeletingTheTopicCostsOnlyKeptOutcomesNeverALiveTransaction() throws Exception {
+        try (LocalPulsar pulsar = LocalPulsar.start("state-deleted", Map.of("transactionMetaPersistCount", "10"))) {
+            String topic = Txns.uniqueTopic("state-deleted");
+            TxnID endedBefore;
+            Transaction live;
+            try (PulsarClient client = Txns.client(pulsar);
+                 PulsarAdmin admin = Txns.admin(pulsar);
+                 Producer<String> producer = Txns.producer(client, topic)) {
+                endedBefore = Txns.committed(client, producer, "before");
+                live = Txns.open(client, Duration.ofMinutes(10));
+                producer.newMessage(live).value("live").send();
+
+                admin.topics().delete(STATE_TOPIC, true);
+
+                live.commit().get();
+                try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+                    assertThat(retry.commit(live.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
+                    assertThat(retry.commit(endedBefore)).as("still kept in memory").isEqualTo(EndAnswer.SUCCESS);
+                }
+                assertThat(Txns.readAll(client, topic)).containsExactly("before", "live");
+            }
+
+            pulsar.stop();
+            pulsar.start();
+
+            try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+                assertThat(retry.commit(live.getTxnID())).as("written after the deletion").isEqualTo(EndAnswer.SUCCESS);
+                assertThat(retry.commit(endedBefore)).as("its record went with the topic")
+                        .isEqualTo(EndAnswer.NOT_FOUND);
+            }
+        }
+    }
+
+    private static double metric(LocalPulsar pulsar, String name) throws Exception {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(pulsar.httpUrl() + "/metrics/"))
+                .build(), HttpResponse.BodyHandlers.ofString()).body();
+        Matcher matcher = Pattern.compile("^" + Pattern.quote(name) + "\\{[^}]*coordinator_id=\"0\"[^}]*\\} (\\S+)",
+                Pattern.MULTILINE).matcher(body);
+        assertThat(matcher.find()).as(name).isTrue();
+        return Double.parseDouble(matcher.group(1));
+    }
+}
