@@ -8,8 +8,6 @@ public final class PreserverStats {
 
     /** State-topic records skipped because they could not be interpreted. */
     public final LongAdder malformedRecords = new LongAdder();
-    /** Outcomes made durable in the state topic. */
-    public final LongAdder recordsWritten = new LongAdder();
     /** State-topic writes of outcomes that failed (each is retried by the broker's end-transaction retry). */
     public final LongAdder recordWriteFailures = new LongAdder();
     /** Tombstone writes that failed and were scheduled again. */

@@ -131,7 +131,6 @@ public final class TransactionMetadataPreserver {
                                 + " transaction will be retried", coordinatorId, txnId, error);
                         throw new CompletionException(error);
                     }
-                    stats.recordsWritten.increment();
                     return record;
                 });
     }
