@@ -2,11 +2,6 @@ package io.github.txnpreserver.it;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.HttpURLConnection;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -48,7 +43,7 @@ public final class LocalPulsar implements AutoCloseable {
         this.dir = dir;
         this.config = config;
         this.jvmOptions = jvmOptions;
-        int[] ports = freePorts(4);
+        int[] ports = Ports.free(4);
         this.brokerPort = ports[0];
         this.webPort = ports[1];
         this.zookeeperPort = ports[2];
@@ -263,31 +258,11 @@ public final class LocalPulsar implements AutoCloseable {
         return system != null && system.contains("pulsar/system") && pub != null && pub.contains("public/default");
     }
 
-    /** The body of a 200 answer to an admin GET, or null. */
     private String get(String path) {
-        try {
-            HttpURLConnection connection = (HttpURLConnection) URI.create(httpUrl() + path)
-                    .toURL().openConnection();
-            connection.setConnectTimeout(1000);
-            connection.setReadTimeout(5000);
-            String clientAuth = config.getOrDefault("brokerClientAuthenticationParameters", "");
-            if (clientAuth.startsWith("token:")) {
-                // With authentication on, health is asked with the broker's own (superuser) token.
-                connection.setRequestProperty("Authorization", "Bearer " + clientAuth.substring("token:".length()));
-            }
-            try {
-                if (connection.getResponseCode() != 200) {
-                    return null;
-                }
-                try (var body = connection.getInputStream()) {
-                    return new String(body.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-                }
-            } finally {
-                connection.disconnect();
-            }
-        } catch (IOException e) {
-            return null;
-        }
+        String clientAuth = config.getOrDefault("brokerClientAuthenticationParameters", "");
+        // With authentication on, readiness is asked with the broker's own (superuser) token.
+        return AdminHttp.get(httpUrl(), path, clientAuth.startsWith("token:") ? clientAuth.substring("token:".length())
+                : null);
     }
 
     /** The last lines of the broker's output, for failure messages. */
@@ -301,47 +276,11 @@ public final class LocalPulsar implements AutoCloseable {
     }
 
     private void requirePortsFree() {
-        for (int port : new int[] {brokerPort, webPort, zookeeperPort, bookiePort}) {
-            if (answers(port)) {
-                throw new IllegalStateException("Port " + port + " still answers: an earlier broker survived");
-            }
-        }
+        Ports.requireFree(brokerPort, webPort, zookeeperPort, bookiePort);
     }
 
     private void awaitPortsFree() throws InterruptedException {
-        Instant deadline = Instant.now().plusSeconds(30);
-        while (Instant.now().isBefore(deadline)) {
-            if (!answers(brokerPort) && !answers(webPort) && !answers(zookeeperPort) && !answers(bookiePort)) {
-                return;
-            }
-            Thread.sleep(200);
-        }
-        throw new IllegalStateException("Broker ports still answer 30 s after the broker " + process.pid() + " ended");
-    }
-
-    private static boolean answers(int port) {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress("127.0.0.1", port), 200);
-            return true;
-        } catch (IOException e) {
-            return false;
-        }
-    }
-
-    private static int[] freePorts(int count) throws IOException {
-        List<ServerSocket> sockets = new ArrayList<>();
-        try {
-            int[] ports = new int[count];
-            for (int i = 0; i < count; i++) {
-                ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
-                sockets.add(socket);
-                ports[i] = socket.getLocalPort();
-            }
-            return ports;
-        } finally {
-            for (ServerSocket socket : sockets) {
-                socket.close();
-            }
-        }
+        Ports.awaitFree(Duration.ofSeconds(30), "broker " + process.pid(), brokerPort, webPort, zookeeperPort,
+                bookiePort);
     }
 }

@@ -1,0 +1,287 @@
+package io.github.txnpreserver.it;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+/**
+ * A Pulsar cluster built from the distribution with the plugin installed, as an operator
+ * builds one: one ZooKeeper, {@code initialize-cluster-metadata}, one bookie, and several
+ * brokers, each a process of its own on loopback ports.
+ *
+ * <p>The brokers' metadata session timeout is short (6 s), so that a broker that dies or
+ * pauses loses its bundles, and with them its coordinators, within seconds.
+ */
+public final class LocalCluster implements AutoCloseable {
+
+    public static final String CLUSTER = "it-cluster";
+    private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
+    private static final String SESSION_TIMEOUT_MILLIS = "6000";
+
+    private final Path home;
+    private final Path dir;
+    private final int zookeeperPort;
+    private final ServiceProcess zookeeper;
+    private final ServiceProcess bookie;
+    private final List<Broker> brokers = new ArrayList<>();
+
+    private LocalCluster(Path home, Path dir, int brokerCount, Map<String, String> brokerConfig) throws IOException {
+        this.home = home;
+        this.dir = dir;
+        int[] ports = Ports.free(3 + 2 * brokerCount);
+        this.zookeeperPort = ports[0];
+        this.zookeeper = zookeeperProcess();
+        this.bookie = bookieProcess(ports[1], ports[2]);
+        for (int i = 0; i < brokerCount; i++) {
+            brokers.add(new Broker("broker-" + i, ports[3 + 2 * i], ports[4 + 2 * i], brokerConfig));
+        }
+    }
+
+    /**
+     * Starts ZooKeeper, initializes the cluster's metadata with this many transaction
+     * coordinators, starts the bookie and then each broker, and waits until every broker is
+     * healthy.
+     */
+    public static LocalCluster start(String name, int brokerCount, int coordinators, Map<String, String> brokerConfig)
+            throws IOException, InterruptedException {
+        LocalCluster cluster = new LocalCluster(PulsarDistribution.withPluginInstalled(), LocalPulsar.newDir(name),
+                brokerCount, brokerConfig);
+        try {
+            cluster.zookeeper.start();
+            Ports.awaitAnswer(cluster.zookeeperPort, START_TIMEOUT, cluster.zookeeper);
+            cluster.initializeMetadata(coordinators);
+            cluster.bookie.start();
+            cluster.awaitBookieRegistered();
+            for (Broker broker : cluster.brokers) {
+                broker.start();
+            }
+            return cluster;
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            cluster.close();
+            throw e;
+        }
+    }
+
+    public Broker broker(int index) {
+        return brokers.get(index);
+    }
+
+    public List<Broker> brokers() {
+        return List.copyOf(brokers);
+    }
+
+    /** A service URL naming every broker, as clients of a cluster are configured. */
+    public String serviceUrl() {
+        return "pulsar://" + brokers.stream().map(broker -> "127.0.0.1:" + broker.brokerPort)
+                .collect(Collectors.joining(","));
+    }
+
+    /** The broker whose web service URL is given (as admin lookups answer). */
+    public Broker brokerAt(String url) {
+        return brokers.stream().filter(broker -> url.contains(":" + broker.webPort) || url.contains(":"
+                + broker.brokerPort)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("No broker of this cluster at " + url));
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        for (Broker broker : brokers) {
+            broker.process.stop();
+        }
+        bookie.stop();
+        zookeeper.stop();
+    }
+
+    /** One broker of the cluster. */
+    public final class Broker {
+
+        private final String name;
+        private final int brokerPort;
+        private final int webPort;
+        private final ServiceProcess process;
+
+        private Broker(String name, int brokerPort, int webPort, Map<String, String> config) throws IOException {
+            this.name = name;
+            this.brokerPort = brokerPort;
+            this.webPort = webPort;
+            Map<String, String> keys = new LinkedHashMap<>();
+            keys.put("metadataStoreUrl", "zk:127.0.0.1:" + zookeeperPort);
+            keys.put("configurationMetadataStoreUrl", "zk:127.0.0.1:" + zookeeperPort);
+            keys.put("metadataStoreSessionTimeoutMillis", SESSION_TIMEOUT_MILLIS);
+            keys.put("clusterName", CLUSTER);
+            keys.put("bindAddress", "127.0.0.1");
+            keys.put("advertisedAddress", "127.0.0.1");
+            keys.put("brokerServicePort", Integer.toString(brokerPort));
+            keys.put("webServicePort", Integer.toString(webPort));
+            keys.put("managedLedgerDefaultEnsembleSize", "1");
+            keys.put("managedLedgerDefaultWriteQuorum", "1");
+            keys.put("managedLedgerDefaultAckQuorum", "1");
+            keys.put("defaultRetentionTimeInMinutes", "-1");
+            keys.put("defaultRetentionSizeInMB", "-1");
+            keys.put("brokerShutdownTimeoutMs", "10000");
+            keys.putAll(config);
+            Path conf = writeConfig(home.resolve("conf/broker.conf"), name + ".conf", keys);
+            Map<String, String> env = jvmEnvironment(name, "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m");
+            env.put("PULSAR_BROKER_CONF", conf.toString());
+            this.process = new ServiceProcess(name, List.of(home.resolve("bin/pulsar").toString(), "broker"), env,
+                    dir.resolve(name + ".out"), brokerPort, webPort);
+        }
+
+        public String serviceUrl() {
+            return "pulsar://127.0.0.1:" + brokerPort;
+        }
+
+        public String httpUrl() {
+            return "http://127.0.0.1:" + webPort;
+        }
+
+        public Path logFile() {
+            return process.logFile();
+        }
+
+        /** Starts the broker (again) and waits until it is healthy. */
+        public void start() throws IOException, InterruptedException {
+            process.start();
+            Instant deadline = Instant.now().plus(START_TIMEOUT);
+            while (Instant.now().isBefore(deadline)) {
+                process.requireAlive();
+                if (AdminHttp.get(httpUrl(), "/admin/v2/brokers/health", null) != null) {
+                    return;
+                }
+                Thread.sleep(500);
+            }
+            process.kill();
+            throw new IllegalStateException(name + " not healthy within " + START_TIMEOUT + "\n" + process.tail(40));
+        }
+
+        public void kill() throws InterruptedException {
+            process.kill();
+        }
+
+        public void pause() throws IOException, InterruptedException {
+            process.pause();
+        }
+
+        public void resume() throws InterruptedException {
+            process.resume();
+        }
+
+        @Override
+        public String toString() {
+            return process.toString();
+        }
+    }
+
+    private ServiceProcess zookeeperProcess() throws IOException {
+        Path conf = writeConfig(home.resolve("conf/zookeeper.conf"), "zookeeper.conf", Map.of(
+                "dataDir", dir.resolve("zookeeper").toString(),
+                "clientPort", Integer.toString(zookeeperPort),
+                "clientPortAddress", "127.0.0.1",
+                "admin.enableServer", "false",
+                "metricsProvider.className", "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"));
+        Map<String, String> env = jvmEnvironment("zookeeper", "-Xms64m -Xmx128m");
+        env.put("PULSAR_ZK_CONF", conf.toString());
+        return new ServiceProcess("zookeeper", List.of(home.resolve("bin/pulsar").toString(), "zookeeper"), env,
+                dir.resolve("zookeeper.out"), zookeeperPort);
+    }
+
+    private ServiceProcess bookieProcess(int bookiePort, int statsPort) throws IOException {
+        Map<String, String> keys = new LinkedHashMap<>();
+        keys.put("bookiePort", Integer.toString(bookiePort));
+        keys.put("advertisedAddress", "127.0.0.1");
+        keys.put("allowLoopback", "true");
+        keys.put("zkServers", "127.0.0.1:" + zookeeperPort);
+        keys.put("journalDirectory", dir.resolve("bookie/journal").toString());
+        keys.put("ledgerDirectories", dir.resolve("bookie/ledgers").toString());
+        keys.put("httpServerEnabled", "false");
+        keys.put("prometheusStatsHttpPort", Integer.toString(statsPort));
+        keys.put("dbStorage_writeCacheMaxSizeMb", "32");
+        keys.put("dbStorage_readAheadCacheMaxSizeMb", "32");
+        keys.put("dbStorage_rocksDB_blockCacheSize", "16777216");
+        keys.put("journalPreAllocSizeMB", "4");
+        Path conf = writeConfig(home.resolve("conf/bookkeeper.conf"), "bookkeeper.conf", keys);
+        Map<String, String> env = jvmEnvironment("bookie", "");
+        env.put("BOOKIE_MEM", "-Xms128m -Xmx256m -XX:MaxDirectMemorySize=256m");
+        env.put("BOOKIE_GC", "-XX:+UseSerialGC");
+        env.put("PULSAR_BOOKKEEPER_CONF", conf.toString());
+        return new ServiceProcess("bookie", List.of(home.resolve("bin/pulsar").toString(), "bookie"), env,
+                dir.resolve("bookie.out"), bookiePort, statsPort);
+    }
+
+    private void initializeMetadata(int coordinators) throws IOException, InterruptedException {
+        Broker first = brokers.get(0);
+        runTool("initialize-cluster-metadata", List.of("initialize-cluster-metadata",
+                "--cluster", CLUSTER,
+                "--metadata-store", "zk:127.0.0.1:" + zookeeperPort,
+                "--configuration-metadata-store", "zk:127.0.0.1:" + zookeeperPort,
+                "--web-service-url", first.httpUrl(),
+                "--broker-service-url", first.serviceUrl(),
+                "--initial-num-transaction-coordinators", Integer.toString(coordinators)));
+    }
+
+    /** The bookie is usable once the registration client has seen it as writable in the metadata store. */
+    private void awaitBookieRegistered() throws IOException, InterruptedException {
+        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        while (Instant.now().isBefore(deadline)) {
+            bookie.requireAlive();
+            if (Files.readString(bookie.logFile()).contains("(writable bookie)")) {
+                return;
+            }
+            Thread.sleep(500);
+        }
+        throw new IllegalStateException("bookie not registered within " + START_TIMEOUT + "\n" + bookie.tail(40));
+    }
+
+    private void runTool(String name, List<String> arguments) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>();
+        command.add(home.resolve("bin/pulsar").toString());
+        command.addAll(arguments);
+        ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().putAll(jvmEnvironment(name, "-Xmx128m"));
+        builder.redirectErrorStream(true);
+        Path log = dir.resolve(name + ".out");
+        builder.redirectOutput(log.toFile());
+        Process tool = builder.start();
+        if (!tool.waitFor(2, TimeUnit.MINUTES) || tool.exitValue() != 0) {
+            tool.destroyForcibly();
+            throw new IllegalStateException(name + " failed: " + Files.readString(log));
+        }
+    }
+
+    private Map<String, String> jvmEnvironment(String name, String heap) throws IOException {
+        Path tmp = dir.resolve("tmp-" + name);
+        Files.createDirectories(tmp);
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("PULSAR_LOG_DIR", dir.resolve("logs-" + name).toString());
+        env.put("PULSAR_MEM", heap);
+        env.put("PULSAR_GC", "-XX:+UseSerialGC");
+        env.put("PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + tmp);
+        return env;
+    }
+
+    private Path writeConfig(Path template, String fileName, Map<String, String> keys) throws IOException {
+        Files.createDirectories(dir);
+        // Replaced, not appended: the bookie's configuration reads a repeated key as a list
+        // and uses its first value.
+        List<String> lines = new ArrayList<>(Files.readAllLines(template));
+        lines.removeIf(line -> keys.keySet().stream().anyMatch(key -> line.strip().startsWith(key + "=")));
+        lines.add("");
+        lines.add("# ---- test cluster " + dir.getFileName() + " ----");
+        keys.forEach((key, value) -> lines.add(key + "=" + value));
+        Path conf = dir.resolve(fileName);
+        Files.write(conf, lines);
+        return conf;
+    }
+}

@@ -1,0 +1,209 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.txnpreserver.statetopic.StateRecordCodec;
+import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Reader;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A coordinator moving between the brokers of a real cluster (ZooKeeper, one bookie, two
+ * brokers): retries reach the new owner and get the true outcome, and the old owner can no
+ * longer write once the new owner has taken over.
+ */
+@DisplayName("Coordinator failover on a two-broker cluster")
+class FailoverIT {
+
+    private static final String COORDINATOR_TOPIC =
+            "persistent://pulsar/system/transaction_coordinator_assign-partition-";
+    private static final Map<String, String> PLUGIN = Map.of("transactionMetaPersistCount", "100");
+
+    @Test
+    void afterTheOwnerIsKilledRetriesOnTheNewOwnerGetTheTrueOutcome() throws Exception {
+        try (LocalCluster cluster = LocalCluster.start("failover", 2, 2, PLUGIN)) {
+            String topic = Txns.uniqueTopic("failover");
+            List<TxnID> committed = new ArrayList<>();
+            List<TxnID> aborted = new ArrayList<>();
+            List<String> committedValues = new ArrayList<>();
+            Transaction live;
+            try (PulsarClient client = transactionalClient(cluster.serviceUrl());
+                 Producer<String> producer = Txns.producer(client, topic)) {
+                for (int i = 0; i < 20; i++) {
+                    if (i % 4 == 3) {
+                        aborted.add(Txns.aborted(client, producer, "aborted-" + i));
+                    } else {
+                        committed.add(Txns.committed(client, producer, "committed-" + i));
+                        committedValues.add("committed-" + i);
+                    }
+                }
+                live = Txns.open(client, Duration.ofMinutes(10));
+                producer.newMessage(live).value("live").send();
+            }
+            LocalCluster.Broker owner = ownerOfCoordinator(cluster, cluster.broker(0), 0);
+            LocalCluster.Broker survivor = owner == cluster.broker(0) ? cluster.broker(1) : cluster.broker(0);
+            assertThat(committed.stream().filter(txn -> txn.getMostSigBits() == 0)).as("ended on coordinator 0")
+                    .isNotEmpty();
+
+            owner.kill();
+
+            try (RetryingEndClient retry = RetryingEndClient.connect(survivor.serviceUrl())) {
+                for (TxnID txn : committed) {
+                    assertThat(retry.commit(txn)).as("retried commit of %s", txn).isEqualTo(EndAnswer.SUCCESS);
+                    assertThat(retry.abort(txn)).as("abort of committed %s", txn)
+                            .isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
+                }
+                for (TxnID txn : aborted) {
+                    assertThat(retry.abort(txn)).as("retried abort of %s", txn).isEqualTo(EndAnswer.SUCCESS);
+                    assertThat(retry.commit(txn)).as("commit of aborted %s", txn)
+                            .isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+                }
+                assertThat(retry.commit(live.getTxnID())).as("the open transaction, ended on the new owner")
+                        .isEqualTo(EndAnswer.SUCCESS);
+                assertThat(retry.commit(live.getTxnID())).as("and retried").isEqualTo(EndAnswer.SUCCESS);
+            }
+            assertThat(ownerOfCoordinator(cluster, survivor, 0)).isSameAs(survivor);
+            committedValues.add("live");
+            try (PulsarClient client = transactionalClient(survivor.serviceUrl())) {
+                assertThat(Txns.readAll(client, topic)).containsExactlyInAnyOrderElementsOf(committedValues);
+            }
+        }
+    }
+
+    /**
+     * The old owner is paused (a long GC pause or a partition), loses its session, and the
+     * coordinator moves; then it wakes up still holding the coordinator and a client's
+     * connection, and is asked to commit a transaction that the new owner will abort.
+     */
+    @Test
+    void anOldOwnerThatWakesUpCannotWriteAfterTheNewOwnerHasRestored() throws Exception {
+        try (LocalCluster cluster = LocalCluster.start("fencing", 2, 1, PLUGIN)) {
+            String topic = Txns.uniqueTopic("fencing");
+            LocalCluster.Broker oldOwner;
+            try (PulsarClient client = transactionalClient(cluster.serviceUrl())) {
+                // Loads the coordinator on one of the brokers.
+                Txns.open(client, Duration.ofMinutes(1)).abort().get();
+                oldOwner = ownerOfCoordinator(cluster, cluster.broker(0), 0);
+            }
+            LocalCluster.Broker newOwner = oldOwner == cluster.broker(0) ? cluster.broker(1) : cluster.broker(0);
+
+            Transaction stale;
+            try (PulsarClient pinned = PulsarClient.builder().serviceUrl(oldOwner.serviceUrl())
+                    .enableTransaction(true).operationTimeout(30, TimeUnit.SECONDS)
+                    // Keeps the connection to the paused broker, as a client does through a short pause.
+                    .keepAliveInterval(10, TimeUnit.MINUTES).build();
+                 Producer<String> producer = Txns.producer(pinned, topic)) {
+                stale = Txns.open(pinned, Duration.ofMinutes(10));
+                producer.newMessage(stale).value("stale").send();
+
+                oldOwner.pause();
+                awaitOwner(cluster, newOwner, 0);
+                try (PulsarClient onNewOwner = transactionalClient(newOwner.serviceUrl());
+                     Producer<String> newProducer = Txns.producer(onNewOwner, topic)) {
+                    Txns.committed(onNewOwner, newProducer, "on-new-owner");
+                }
+                try (RetryingEndClient retry = RetryingEndClient.connect(newOwner.serviceUrl())) {
+                    assertThat(retry.abort(stale.getTxnID())).as("the new owner ends it").isEqualTo(EndAnswer.SUCCESS);
+                }
+
+                oldOwner.resume();
+                Throwable oldOwnersAnswer = answerTo(stale.commit());
+                assertThat(oldOwnersAnswer).as("a commit sent to the old owner cannot succeed").isNotNull();
+            }
+
+            String staleKey = StateRecordCodec.keyOf(stale.getTxnID());
+            try (RetryingEndClient retry = RetryingEndClient.connect(newOwner.serviceUrl())) {
+                assertThat(retry.commit(stale.getTxnID())).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+            }
+            try (PulsarClient client = transactionalClient(newOwner.serviceUrl())) {
+                assertThat(Txns.readAll(client, topic)).containsExactly("on-new-owner");
+                assertThat(recordsOf(client, "persistent://pulsar/system/__terminated_txn_state_0"))
+                        .as("no record of the old owner's commit landed")
+                        .filteredOn(record -> record.startsWith(staleKey + " "))
+                        .containsOnly(staleKey + " ABORTED");
+            }
+        }
+    }
+
+    private static PulsarClient transactionalClient(String serviceUrl) throws Exception {
+        return PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
+                .operationTimeout(30, TimeUnit.SECONDS).build();
+    }
+
+    private static LocalCluster.Broker ownerOfCoordinator(LocalCluster cluster, LocalCluster.Broker askVia,
+                                                          int coordinator) throws Exception {
+        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(askVia.httpUrl()).build()) {
+            return cluster.brokerAt(admin.lookups().lookupTopic(COORDINATOR_TOPIC + coordinator));
+        }
+    }
+
+    private static void awaitOwner(LocalCluster cluster, LocalCluster.Broker expected, int coordinator)
+            throws Exception {
+        Instant deadline = Instant.now().plus(Duration.ofMinutes(2));
+        LocalCluster.Broker owner = null;
+        Exception last = null;
+        while (Instant.now().isBefore(deadline)) {
+            try {
+                owner = ownerOfCoordinator(cluster, expected, coordinator);
+                if (owner == expected) {
+                    return;
+                }
+            } catch (Exception e) {
+                last = e;
+            }
+            Thread.sleep(500);
+        }
+        throw new AssertionError("Coordinator " + coordinator + " did not move to " + expected + "; owner: " + owner,
+                last);
+    }
+
+    /** The failure a request ended with, or null if it succeeded. */
+    private static Throwable answerTo(java.util.concurrent.CompletableFuture<Void> request) throws InterruptedException {
+        try {
+            request.get(2, TimeUnit.MINUTES);
+            return null;
+        } catch (ExecutionException e) {
+            return e.getCause();
+        } catch (TimeoutException e) {
+            return e;
+        }
+    }
+
+    /** Every record of a state topic, not compacted, as "key OUTCOME" (or "key tombstone"). */
+    private static List<String> recordsOf(PulsarClient client, String stateTopic) throws Exception {
+        List<String> records = new ArrayList<>();
+        try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(stateTopic)
+                .startMessageId(MessageId.earliest).create()) {
+            Message<byte[]> message;
+            while ((message = reader.readNext(3, TimeUnit.SECONDS)) != null) {
+                if (!message.hasKey() || !message.getKey().contains(":")) {
+                    continue;
+                }
+                if (message.getData() == null || message.getData().length == 0) {
+                    records.add(message.getKey() + " tombstone");
+                } else {
+                    records.add(message.getKey() + " "
+                            + TerminatedTxnRecord.parseFrom(message.getData()).getOutcome());
+                }
+            }
+        }
+        return records;
+    }
+}
