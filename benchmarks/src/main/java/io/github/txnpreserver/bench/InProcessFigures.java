@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicLong;
@@ -158,11 +159,12 @@ final class InProcessFigures {
         }
 
         @Override
-        public CompletableFuture<Void> readToEnd(Visitor visitor) {
-            for (int i = 0; i < keys.size(); i++) {
-                visitor.accept(new String(keys.get(i), StandardCharsets.UTF_8), values.get(i));
-            }
-            return CompletableFuture.completedFuture(null);
+        public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
+            return CompletableFuture.runAsync(() -> {
+                for (int i = 0; i < keys.size(); i++) {
+                    visitor.accept(new String(keys.get(i), StandardCharsets.UTF_8), values.get(i));
+                }
+            }, reader);
         }
 
         @Override
@@ -188,7 +190,7 @@ final class InProcessFigures {
         }
 
         @Override
-        public CompletableFuture<Void> readToEnd(Visitor visitor) {
+        public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
             return CompletableFuture.completedFuture(null);
         }
 

@@ -2,16 +2,14 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
@@ -50,7 +48,7 @@ class StateTopicFaultsIT {
                 assertThat(retry.commit(txn)).isEqualTo(EndAnswer.SUCCESS);
                 assertThat(retry.commit(new TxnID(0, 900))).isEqualTo(EndAnswer.NOT_FOUND);
             }
-            assertThat(metric(pulsar, "pulsar_txn_preserver_malformed_records_total")).isEqualTo(4);
+            assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_malformed_records_total")).isEqualTo(4);
             assertThat(Files.readString(pulsar.logFile()))
                     .contains("skipping malformed state-topic record: key 'no-colon'");
         }
@@ -90,12 +88,54 @@ class StateTopicFaultsIT {
         }
     }
 
-    private static double metric(LocalPulsar pulsar, String name) throws Exception {
-        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(pulsar.httpUrl() + "/metrics/"))
-                .build(), HttpResponse.BodyHandlers.ofString()).body();
-        Matcher matcher = Pattern.compile("^" + Pattern.quote(name) + "\\{[^}]*coordinator_id=\"0\"[^}]*\\} (\\S+)",
-                Pattern.MULTILINE).matcher(body);
-        assertThat(matcher.find()).as(name).isTrue();
-        return Double.parseDouble(matcher.group(1));
+    @Test
+    void writesThatMeetTheStateTopicMovingAreRetriedUntilDurable() throws Exception {
+        try (LocalPulsar pulsar = LocalPulsar.start("state-unloads", Map.of("transactionMetaPersistCount", "1000"))) {
+            String topic = Txns.uniqueTopic("state-unloads");
+            List<TxnID> committed = new ArrayList<>();
+            List<String> values = new ArrayList<>();
+            try (PulsarClient client = Txns.client(pulsar);
+                 PulsarAdmin admin = Txns.admin(pulsar);
+                 Producer<String> producer = Txns.producer(client, topic)) {
+                Txns.committed(client, producer, "loads-the-coordinator");
+                values.add("loads-the-coordinator");
+                AtomicBoolean running = new AtomicBoolean(true);
+                AtomicInteger unloads = new AtomicInteger();
+                // The topic is closed, fenced and reopened over and over, under the coordinator's writer.
+                Thread unloader = new Thread(() -> {
+                    while (running.get()) {
+                        try {
+                            admin.topics().unload(STATE_TOPIC);
+                            unloads.incrementAndGet();
+                            Thread.sleep(150);
+                        } catch (Exception e) {
+                            // Unloading a topic that is just reloading fails; the next round unloads it.
+                        }
+                    }
+                }, "state-topic-unloader");
+                unloader.start();
+                try {
+                    for (int i = 0; i < 60; i++) {
+                        committed.add(Txns.committed(client, producer, "value-" + i));
+                        values.add("value-" + i);
+                    }
+                } finally {
+                    running.set(false);
+                    unloader.join();
+                }
+                assertThat(unloads.get()).as("unloads during the commits").isGreaterThan(10);
+            }
+
+            pulsar.stop();
+            pulsar.start();
+
+            try (PulsarClient client = Txns.client(pulsar);
+                 RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+                for (TxnID txn : committed) {
+                    assertThat(retry.commit(txn)).as("retry of %s after a restart", txn).isEqualTo(EndAnswer.SUCCESS);
+                }
+                assertThat(Txns.readAll(client, topic)).containsExactlyElementsOf(values);
+            }
+        }
     }
 }

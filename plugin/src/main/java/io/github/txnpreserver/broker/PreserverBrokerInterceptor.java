@@ -25,6 +25,11 @@ import org.slf4j.LoggerFactory;
  * stops the broker with a message naming the key.
  *
  * <p>Does nothing on the message path: every interception hook is a no-op.
+ *
+ * <p>The web hooks are declared twice: Pulsar 4.x declares them with {@code javax.servlet}
+ * types, Pulsar 5.0 and later (Jetty 12) with {@code jakarta.servlet} types, both abstract.
+ * The JVM links each broker to the pair it calls; the other pair names classes that broker
+ * may not ship, which is harmless as long as nothing calls it.
  */
 public class PreserverBrokerInterceptor implements BrokerInterceptor {
 
@@ -72,6 +77,14 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
 
     @Override
     public void onWebserviceResponse(ServletRequest request, ServletResponse response) {
+    }
+
+    /** {@code BrokerInterceptor.onWebserviceRequest} of Pulsar 5.0 and later. */
+    public void onWebserviceRequest(jakarta.servlet.ServletRequest request) {
+    }
+
+    /** {@code BrokerInterceptor.onWebserviceResponse} of Pulsar 5.0 and later. */
+    public void onWebserviceResponse(jakarta.servlet.ServletRequest request, jakarta.servlet.ServletResponse response) {
     }
 
     @Override

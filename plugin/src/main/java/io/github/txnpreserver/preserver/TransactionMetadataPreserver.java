@@ -4,14 +4,13 @@ import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateTopic;
+import it.unimi.dsi.fastutil.longs.Long2ObjectLinkedOpenHashMap;
 import it.unimi.dsi.fastutil.longs.LongArrayList;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
@@ -67,12 +66,13 @@ public final class TransactionMetadataPreserver {
      */
     public CompletableFuture<Void> restore() {
         long startNanos = System.nanoTime();
-        Map<Long, KeptOutcome> survivors = new LinkedHashMap<>();
+        // Primitive keys: a million restored records must not also be a million boxed keys and map entries.
+        Long2ObjectLinkedOpenHashMap<KeptOutcome> survivors = new Long2ObjectLinkedOpenHashMap<>();
         long[] read = new long[1];
         return stateTopic.readToEnd((key, value) -> {
             read[0]++;
             collectRestored(survivors, key, value);
-        }).thenRun(() -> {
+        }, executor).thenRun(() -> {
             admitRestored(survivors);
             stats.restoredRecords = read[0];
             stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
@@ -183,7 +183,7 @@ public final class TransactionMetadataPreserver {
         return stateTopic.closeAsync();
     }
 
-    private void collectRestored(Map<Long, KeptOutcome> survivors, String key, byte[] value) {
+    private void collectRestored(Long2ObjectLinkedOpenHashMap<KeptOutcome> survivors, String key, byte[] value) {
         try {
             TxnID txnId = StateRecordCodec.parseKey(key);
             if (txnId.getMostSigBits() != coordinatorId) {
@@ -194,16 +194,15 @@ public final class TransactionMetadataPreserver {
                 return;
             }
             KeptOutcome restored = StateRecordCodec.decode(key, value);
-            // Re-insert so that a re-written outcome takes its latest place in the order.
-            survivors.remove(txnId.getLeastSigBits());
-            survivors.put(txnId.getLeastSigBits(), restored);
+            // A re-written outcome takes its latest place in the order.
+            survivors.putAndMoveToLast(txnId.getLeastSigBits(), restored);
         } catch (MalformedRecordException e) {
             stats.malformedRecords.increment();
             log.warn("Coordinator {}: skipping malformed state-topic record: {}", coordinatorId, e.getMessage());
         }
     }
 
-    private void admitRestored(Map<Long, KeptOutcome> survivors) {
+    private void admitRestored(Long2ObjectLinkedOpenHashMap<KeptOutcome> survivors) {
         long now = clock.millis();
         LongArrayList toDelete = new LongArrayList();
         for (KeptOutcome restored : survivors.values()) {

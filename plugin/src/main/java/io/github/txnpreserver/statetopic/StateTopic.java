@@ -1,6 +1,7 @@
 package io.github.txnpreserver.statetopic;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * One coordinator's compacted state topic, seen as a durable key-value log.
@@ -21,8 +22,11 @@ public interface StateTopic {
      * Reads the topic's compacted view from the start up to a fixed end (its state when the
      * call began) and hands each entry to {@code visitor} in log order; a tombstone is
      * handed over with a null value.
+     *
+     * @param reader the thread to read and visit on; reading may block it, so it must be a
+     *     thread of the caller's own, not a shared one
      */
-    CompletableFuture<Void> readToEnd(Visitor visitor);
+    CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader);
 
     CompletableFuture<Void> closeAsync();
 

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -117,11 +118,13 @@ public final class InMemoryStateTopic implements StateTopic {
     }
 
     @Override
-    public synchronized CompletableFuture<Void> readToEnd(Visitor visitor) {
-        for (Entry entry : List.copyOf(log)) {
-            visitor.accept(entry.key(), entry.value());
+    public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
+        List<Entry> entries;
+        synchronized (this) {
+            entries = List.copyOf(log);
         }
-        return CompletableFuture.completedFuture(null);
+        return CompletableFuture.runAsync(() -> entries.forEach(entry -> visitor.accept(entry.key(), entry.value())),
+                reader);
     }
 
     @Override
