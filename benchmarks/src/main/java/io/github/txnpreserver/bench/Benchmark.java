@@ -71,6 +71,9 @@ public final class Benchmark {
         for (int clients : CLIENTS) {
             row("txn/s, " + clients + " client(s)", stock.throughput(clients), plugin.throughput(clients));
         }
+        for (int clients : CLIENTS) {
+            row("broker CPU us/txn, " + clients + " client(s)", stock.cpuPerTxn(clients), plugin.cpuPerTxn(clients));
+        }
         row("pulsar-perf transaction txn/s", stock.perf(), plugin.perf());
 
         double p50Ratio = millis(plugin.latency, 50) / millis(stock.latency, 50);
@@ -99,11 +102,13 @@ public final class Benchmark {
         say("commit latency p50 %.2f ms, p99 %.2f ms over %d commits", latency.getValueAtPercentile(50) / 1000.0,
                 latency.getValueAtPercentile(99) / 1000.0, latency.getTotalCount());
         for (int clients : CLIENTS) {
-            double txnPerSecond = BrokerDriver.throughput(pulsar.serviceUrl(), prefix + "throughput-" + clients,
-                    clients, warmup, measured);
-            side.throughputs.merge(clients, txnPerSecond, Double::sum);
+            BrokerDriver.Throughput run = BrokerDriver.throughput(pulsar.serviceUrl(), pulsar.pid(),
+                    prefix + "throughput-" + clients, clients, warmup, measured);
+            side.throughputs.merge(clients, run.txnPerSecond(), Double::sum);
+            side.cpuPerTxn.merge(clients, run.brokerCpuMicrosPerTxn(), Double::sum);
             side.throughputRounds.merge(clients, 1, Integer::sum);
-            say("%d client(s): %.1f txn/s", clients, txnPerSecond);
+            say("%d client(s): %.1f txn/s, broker CPU %.0f us per txn", clients, run.txnPerSecond(),
+                    run.brokerCpuMicrosPerTxn());
         }
         Path perfLog = pulsar.dir().resolve("pulsar-perf.log");
         double perf = PulsarPerf.transactionsPerSecond(pulsar.pulsarHome(), pulsar.serviceUrl(), pulsar.httpUrl(),
@@ -139,6 +144,7 @@ public final class Benchmark {
         final String name;
         final Histogram latency = new Histogram(60_000_000L, 3);
         final Map<Integer, Double> throughputs = new LinkedHashMap<>();
+        final Map<Integer, Double> cpuPerTxn = new LinkedHashMap<>();
         final Map<Integer, Integer> throughputRounds = new LinkedHashMap<>();
         double perfSum;
         int perfRounds;
@@ -149,6 +155,10 @@ public final class Benchmark {
 
         double throughput(int clients) {
             return throughputs.get(clients) / throughputRounds.get(clients);
+        }
+
+        double cpuPerTxn(int clients) {
+            return cpuPerTxn.get(clients) / throughputRounds.get(clients);
         }
 
         double perf() {

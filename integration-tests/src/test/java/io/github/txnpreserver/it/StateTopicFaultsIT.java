@@ -2,24 +2,34 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.txnpreserver.statetopic.StateRecordCodec;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.ProducerAccessMode;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
-/** Bad records in the state topic, and an operator deleting it, on a real broker. */
+/**
+ * Faults of the state topic on a real broker: bad records, an operator deleting it, the topic
+ * moving under its writer, and another writer fencing it.
+ */
 @DisplayName("Faults of the state topic")
 class StateTopicFaultsIT {
 
@@ -137,5 +147,59 @@ class StateTopicFaultsIT {
                 assertThat(Txns.readAll(client, topic)).containsExactlyElementsOf(values);
             }
         }
+    }
+    /**
+     * Another writer takes the state topic over (as a new owner of the coordinator would):
+     * the coordinator's writer is fenced, so nothing it writes lands and no commit it cannot
+     * make durable is confirmed; once the coordinator is loaded again, its recovery finishes
+     * the commit and a retry gets the outcome.
+     */
+    @Test
+    void aFencedWriterLandsNothingAndTheReloadedCoordinatorFinishesTheCommit() throws Exception {
+        try (LocalPulsar pulsar = LocalPulsar.start("state-fenced", Map.of("transactionMetaPersistCount", "10"))) {
+            String topic = Txns.uniqueTopic("state-fenced");
+            try (PulsarClient client = Txns.client(pulsar);
+                 PulsarClient other = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build();
+                 PulsarAdmin admin = Txns.admin(pulsar);
+                 Producer<String> producer = Txns.producer(client, topic)) {
+                Txns.committed(client, producer, "before");
+                Transaction fencedOut = Txns.open(client, Duration.ofMinutes(10));
+                producer.newMessage(fencedOut).value("fenced-out").send();
+
+                try (Producer<byte[]> newWriter = other.newProducer(Schema.BYTES).topic(STATE_TOPIC)
+                        .accessMode(ProducerAccessMode.ExclusiveWithFencing).create()) {
+                    CompletableFuture<Void> commit = fencedOut.commit();
+                    Thread.sleep(10_000);
+                    assertThat(commit).as("a commit whose outcome cannot be made durable is not confirmed")
+                            .satisfiesAnyOf(future -> assertThat(future).isNotDone(),
+                                    future -> assertThat(future).isCompletedExceptionally());
+                    assertThat(stateRecordKeys(other)).as("nothing of the fenced writer landed")
+                            .doesNotContain(StateRecordCodec.keyOf(fencedOut.getTxnID()));
+                }
+
+                admin.topics().unload("persistent://pulsar/system/transaction_coordinator_assign-partition-0");
+
+                try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+                    assertThat(retry.commit(fencedOut.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
+                }
+                assertThat(Txns.readAll(client, topic)).containsExactly("before", "fenced-out");
+                assertThat(stateRecordKeys(other)).contains(StateRecordCodec.keyOf(fencedOut.getTxnID()));
+            }
+        }
+    }
+
+    /** The keys of every value record in the state topic, in log order. */
+    private static List<String> stateRecordKeys(PulsarClient client) throws Exception {
+        List<String> keys = new ArrayList<>();
+        try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(STATE_TOPIC)
+                .startMessageId(MessageId.earliest).create()) {
+            Message<byte[]> message;
+            while ((message = reader.readNext(3, TimeUnit.SECONDS)) != null) {
+                if (message.hasKey() && message.getData() != null && message.getData().length > 0) {
+                    keys.add(message.getKey());
+                }
+            }
+        }
+        return keys;
     }
 }
