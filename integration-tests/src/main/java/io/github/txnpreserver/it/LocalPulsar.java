@@ -67,7 +67,13 @@ public final class LocalPulsar implements AutoCloseable {
     /** A broker of the untouched distribution: stock Pulsar, for comparisons. */
     public static LocalPulsar startStock(String name, Map<String, String> config)
             throws IOException, InterruptedException {
-        return startOn(PulsarDistribution.stock(), name, config, "");
+        return startStockWithOptions(name, config, "");
+    }
+
+    /** As {@link #startStock(String, Map)}, with extra options for the broker JVM (e.g. a profiler's). */
+    public static LocalPulsar startStockWithOptions(String name, Map<String, String> config, String jvmOptions)
+            throws IOException, InterruptedException {
+        return startOn(PulsarDistribution.stock(), name, config, jvmOptions);
     }
 
     private static LocalPulsar startOn(Path home, String name, Map<String, String> config, String jvmOptions)
