@@ -3,7 +3,6 @@ package io.github.txnpreserver.it;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.statetopic.StateRecordCodec;
-import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -13,12 +12,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.pulsar.client.admin.PulsarAdmin;
-import org.apache.pulsar.client.api.Message;
-import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
-import org.apache.pulsar.client.api.Reader;
-import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.DisplayName;
@@ -134,7 +129,7 @@ class FailoverIT {
             }
             try (PulsarClient client = transactionalClient(newOwner.serviceUrl())) {
                 assertThat(Txns.readAll(client, topic)).containsExactly("on-new-owner");
-                assertThat(recordsOf(client, "persistent://pulsar/system/__terminated_txn_state_0"))
+                assertThat(StateTopicReader.records(client, "persistent://pulsar/system/__terminated_txn_state_0"))
                         .as("no record of the old owner's commit landed")
                         .filteredOn(record -> record.startsWith(staleKey + " "))
                         .containsOnly(staleKey + " ABORTED");
@@ -184,26 +179,5 @@ class FailoverIT {
         } catch (TimeoutException e) {
             return e;
         }
-    }
-
-    /** Every record of a state topic, not compacted, as "key OUTCOME" (or "key tombstone"). */
-    private static List<String> recordsOf(PulsarClient client, String stateTopic) throws Exception {
-        List<String> records = new ArrayList<>();
-        try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(stateTopic)
-                .startMessageId(MessageId.earliest).create()) {
-            Message<byte[]> message;
-            while ((message = reader.readNext(3, TimeUnit.SECONDS)) != null) {
-                if (!message.hasKey() || !message.getKey().contains(":")) {
-                    continue;
-                }
-                if (message.getData() == null || message.getData().length == 0) {
-                    records.add(message.getKey() + " tombstone");
-                } else {
-                    records.add(message.getKey() + " "
-                            + TerminatedTxnRecord.parseFrom(message.getData()).getOutcome());
-                }
-            }
-        }
-        return records;
     }
 }

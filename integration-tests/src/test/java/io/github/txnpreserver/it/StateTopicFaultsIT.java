@@ -10,16 +10,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pulsar.client.admin.PulsarAdmin;
-import org.apache.pulsar.client.api.Message;
-import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.ProducerAccessMode;
 import org.apache.pulsar.client.api.PulsarClient;
-import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -190,16 +186,9 @@ class StateTopicFaultsIT {
 
     /** The keys of every value record in the state topic, in log order. */
     private static List<String> stateRecordKeys(PulsarClient client) throws Exception {
-        List<String> keys = new ArrayList<>();
-        try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(STATE_TOPIC)
-                .startMessageId(MessageId.earliest).create()) {
-            Message<byte[]> message;
-            while ((message = reader.readNext(3, TimeUnit.SECONDS)) != null) {
-                if (message.hasKey() && message.getData() != null && message.getData().length > 0) {
-                    keys.add(message.getKey());
-                }
-            }
-        }
-        return keys;
+        return StateTopicReader.records(client, STATE_TOPIC).stream()
+                .filter(record -> !record.endsWith(" tombstone"))
+                .map(record -> record.substring(0, record.indexOf(' ')))
+                .toList();
     }
 }

@@ -1,5 +1,6 @@
 package io.github.txnpreserver.it;
 
+import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -11,7 +12,7 @@ import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
 
-/** Reads a state topic's compacted view as a test sees it: the transaction keys whose newest entry is a value. */
+/** Reads a state topic as a test sees it: its compacted view, or every record in log order. */
 final class StateTopicReader {
 
     private StateTopicReader() {
@@ -36,5 +37,29 @@ final class StateTopicReader {
             }
         });
         return keys;
+    }
+
+    /**
+     * Every transaction record of a state topic, not compacted, in log order, as
+     * "key OUTCOME" or "key tombstone".
+     */
+    static List<String> records(PulsarClient client, String topic) throws Exception {
+        List<String> records = new ArrayList<>();
+        try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(topic)
+                .startMessageId(MessageId.earliest).create()) {
+            Message<byte[]> message;
+            while ((message = reader.readNext(3, TimeUnit.SECONDS)) != null) {
+                if (!message.hasKey() || !message.getKey().contains(":")) {
+                    continue;
+                }
+                if (message.getData() == null || message.getData().length == 0) {
+                    records.add(message.getKey() + " tombstone");
+                } else {
+                    records.add(message.getKey() + " "
+                            + TerminatedTxnRecord.parseFrom(message.getData()).getOutcome());
+                }
+            }
+        }
+        return records;
     }
 }
