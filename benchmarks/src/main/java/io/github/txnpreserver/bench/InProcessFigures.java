@@ -38,8 +38,10 @@ final class InProcessFigures {
         }
         long before = usedHeapAfterGc();
         KeptOutcomes kept = new KeptOutcomes(TC, outcomes, outcomes, Duration.ofHours(72).toMillis());
+        List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
         for (int i = 0; i < outcomes; i++) {
-            kept.admit(new TxnID(TC, i), i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED, owners[i % clients], i);
+            kept.admit(new TxnID(TC, i), i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED, i,
+                    kept.reserve(owners[i % clients]), vacated);
         }
         long after = usedHeapAfterGc();
         if (kept.size() != outcomes) {
@@ -56,8 +58,10 @@ final class InProcessFigures {
     static long heapBytesUnderDistinctClients(int clients, int perCoordinatorCap) {
         long before = usedHeapAfterGc();
         KeptOutcomes kept = new KeptOutcomes(TC, 100, perCoordinatorCap, Duration.ofHours(72).toMillis());
+        List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
         for (int i = 0; i < clients; i++) {
-            kept.admit(new TxnID(TC, i), Outcome.COMMITTED, "client-" + i, i);
+            kept.admit(new TxnID(TC, i), Outcome.COMMITTED, i, kept.reserve("client-" + i), vacated);
+            vacated.clear();
         }
         long after = usedHeapAfterGc();
         if (kept.size() != Math.min(clients, perCoordinatorCap)) {
@@ -73,9 +77,9 @@ final class InProcessFigures {
         long now = System.currentTimeMillis();
         for (int i = 0; i < records; i++) {
             TxnID txnId = new TxnID(TC, i);
-            keys.add(StateRecordCodec.keyOf(txnId).getBytes(StandardCharsets.UTF_8));
-            values.add(StateRecordCodec.encode(new KeptOutcome(txnId, Outcome.COMMITTED, "client-" + (i % clients),
-                    now)));
+            String client = "client-" + (i % clients);
+            keys.add(StateRecordCodec.slotKey(client, i / clients).getBytes(StandardCharsets.UTF_8));
+            values.add(StateRecordCodec.encode(new KeptOutcome(txnId, Outcome.COMMITTED, client, now)));
         }
         StateTopic topic = new ReplayOnlyTopic(keys, values);
         PreserverConfig config = new PreserverConfig(records, records, Duration.ofHours(72), Duration.ofMinutes(5),
@@ -101,7 +105,8 @@ final class InProcessFigures {
     /**
      * Bytes the preserver writes to the state topic (keys and values, records and
      * tombstones) per ended transaction, in steady state: one client ends transactions
-     * beyond its retention count, so every new outcome evicts an old one.
+     * beyond its retention count, so every new outcome evicts an old one (its record
+     * overwrites the evicted one's slot).
      */
     static long stateTopicBytesPerTransaction(int persistCount, int measured) {
         CountingTopic topic = new CountingTopic();

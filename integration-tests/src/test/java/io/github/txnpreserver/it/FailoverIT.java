@@ -2,7 +2,6 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.github.txnpreserver.statetopic.StateRecordCodec;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -123,7 +122,7 @@ class FailoverIT {
                 assertThat(oldOwnersAnswer).as("a commit sent to the old owner cannot succeed").isNotNull();
             }
 
-            String staleKey = StateRecordCodec.keyOf(stale.getTxnID());
+            String staleKey = StateTopicReader.nameOf(stale.getTxnID());
             try (RetryingEndClient retry = RetryingEndClient.connect(newOwner.serviceUrl())) {
                 assertThat(retry.commit(stale.getTxnID())).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
             }

@@ -68,7 +68,6 @@ class RestoreAtScaleIT {
                     .maxPendingMessages(50_000).blockIfQueueFull(true).create()) {
                 long now = System.currentTimeMillis();
                 for (long sequence = FIRST_SEQUENCE; sequence < FIRST_SEQUENCE + RECORDS; sequence++) {
-                    TxnID txnId = new TxnID(0, sequence);
                     byte[] record = TerminatedTxnRecord.newBuilder()
                             .setFormatVersion(StateRecordCodec.FORMAT_VERSION)
                             .setTxnidMostBits(0)
@@ -76,7 +75,9 @@ class RestoreAtScaleIT {
                             .setOutcome(TxnOutcome.COMMITTED)
                             .setEndTimeMillis(now)
                             .build().toByteArray();
-                    writer.newMessage().key(StateRecordCodec.keyOf(txnId)).value(record).sendAsync();
+                    // One client (no owner), its slots in order, as the plugin writes them.
+                    int slot = (int) (sequence - FIRST_SEQUENCE);
+                    writer.newMessage().key(StateRecordCodec.slotKey(null, slot)).value(record).sendAsync();
                 }
                 writer.flush();
             }

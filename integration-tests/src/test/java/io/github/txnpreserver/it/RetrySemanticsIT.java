@@ -156,7 +156,11 @@ class RetrySemanticsIT {
                 admin.topics().compactionStatus(stateTopic).status
                         == org.apache.pulsar.client.admin.LongRunningProcessStatus.Status.SUCCESS);
         assertThat(admin.topics().getInternalStats(stateTopic).compactedLedger.ledgerId).isPositive();
-        List<String> keys = StateTopicReader.liveKeys(client, stateTopic);
-        assertThat(keys).isNotEmpty().allMatch(key -> key.startsWith("0:"));
+        Map<String, String> live = StateTopicReader.liveRecords(client, stateTopic);
+        assertThat(live).as("one key per client slot, each holding a transaction of coordinator 0").isNotEmpty()
+                .allSatisfy((key, txn) -> {
+                    assertThat(key).startsWith("s");
+                    assertThat(txn).startsWith("0:");
+                });
     }
 }

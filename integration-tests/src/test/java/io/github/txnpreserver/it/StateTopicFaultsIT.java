@@ -2,7 +2,6 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.github.txnpreserver.statetopic.StateRecordCodec;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
@@ -170,7 +169,7 @@ class StateTopicFaultsIT {
                             .satisfiesAnyOf(future -> assertThat(future).isNotDone(),
                                     future -> assertThat(future).isCompletedExceptionally());
                     assertThat(stateRecordKeys(other)).as("nothing of the fenced writer landed")
-                            .doesNotContain(StateRecordCodec.keyOf(fencedOut.getTxnID()));
+                            .doesNotContain(StateTopicReader.nameOf(fencedOut.getTxnID()));
                 }
 
                 admin.topics().unload("persistent://pulsar/system/transaction_coordinator_assign-partition-0");
@@ -179,12 +178,12 @@ class StateTopicFaultsIT {
                     assertThat(retry.commit(fencedOut.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
                 }
                 assertThat(Txns.readAll(client, topic)).containsExactly("before", "fenced-out");
-                assertThat(stateRecordKeys(other)).contains(StateRecordCodec.keyOf(fencedOut.getTxnID()));
+                assertThat(stateRecordKeys(other)).contains(StateTopicReader.nameOf(fencedOut.getTxnID()));
             }
         }
     }
 
-    /** The keys of every value record in the state topic, in log order. */
+    /** The transactions of every value record in the state topic, in log order. */
     private static List<String> stateRecordKeys(PulsarClient client) throws Exception {
         return StateTopicReader.records(client, STATE_TOPIC).stream()
                 .filter(record -> !record.endsWith(" tombstone"))

@@ -11,37 +11,45 @@ import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.transaction.TxnID;
 
-/** Reads a state topic as a test sees it: its compacted view, or every record in log order. */
+/**
+ * Reads a state topic as a test sees it: its compacted view, or every record in log order.
+ * Transactions are named {@code <mostSigBits>:<leastSigBits>}, whichever slot key holds them.
+ */
 final class StateTopicReader {
+
+    /** The key of the restore barrier the coordinator writes when it opens; not a record. */
+    private static final String BARRIER_KEY = "restore-barrier";
 
     private StateTopicReader() {
     }
 
-    static List<String> liveKeys(PulsarClient client, String topic) throws Exception {
-        Map<String, Boolean> live = new LinkedHashMap<>();
+    static String nameOf(TxnID txnId) {
+        return txnId.getMostSigBits() + ":" + txnId.getLeastSigBits();
+    }
+
+    /** The compacted view: each live key and the transaction its newest record holds, in log order. */
+    static Map<String, String> liveRecords(PulsarClient client, String topic) throws Exception {
+        Map<String, String> live = new LinkedHashMap<>();
         try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(topic).readCompacted(true)
                 .startMessageId(MessageId.earliest).create()) {
             Message<byte[]> message;
             while ((message = reader.readNext(3, TimeUnit.SECONDS)) != null) {
-                if (message.hasKey() && message.getKey().contains(":")) {
+                if (isRecordKey(message)) {
                     live.remove(message.getKey());
-                    live.put(message.getKey(), message.getData() != null);
+                    if (hasValue(message)) {
+                        live.put(message.getKey(), transactionOf(message));
+                    }
                 }
             }
         }
-        List<String> keys = new ArrayList<>();
-        live.forEach((key, hasValue) -> {
-            if (hasValue) {
-                keys.add(key);
-            }
-        });
-        return keys;
+        return live;
     }
 
     /**
-     * Every transaction record of a state topic, not compacted, in log order, as
-     * "key OUTCOME" or "key tombstone".
+     * Every record of a state topic, not compacted, in log order, as "transaction OUTCOME"
+     * or "key tombstone".
      */
     static List<String> records(PulsarClient client, String topic) throws Exception {
         List<String> records = new ArrayList<>();
@@ -49,17 +57,30 @@ final class StateTopicReader {
                 .startMessageId(MessageId.earliest).create()) {
             Message<byte[]> message;
             while ((message = reader.readNext(3, TimeUnit.SECONDS)) != null) {
-                if (!message.hasKey() || !message.getKey().contains(":")) {
+                if (!isRecordKey(message)) {
                     continue;
                 }
-                if (message.getData() == null || message.getData().length == 0) {
+                if (!hasValue(message)) {
                     records.add(message.getKey() + " tombstone");
                 } else {
-                    records.add(message.getKey() + " "
+                    records.add(transactionOf(message) + " "
                             + TerminatedTxnRecord.parseFrom(message.getData()).getOutcome());
                 }
             }
         }
         return records;
+    }
+
+    private static boolean isRecordKey(Message<byte[]> message) {
+        return message.hasKey() && !BARRIER_KEY.equals(message.getKey());
+    }
+
+    private static boolean hasValue(Message<byte[]> message) {
+        return message.getData() != null && message.getData().length > 0;
+    }
+
+    private static String transactionOf(Message<byte[]> message) throws Exception {
+        TerminatedTxnRecord record = TerminatedTxnRecord.parseFrom(message.getData());
+        return record.getTxnidMostBits() + ":" + record.getTxnidLeastBits();
     }
 }

@@ -3,10 +3,13 @@ package io.github.txnpreserver.preserver;
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
+import io.github.txnpreserver.statetopic.StateRecordCodec.StoredRecord;
 import io.github.txnpreserver.statetopic.StateTopic;
-import it.unimi.dsi.fastutil.longs.LongArrayList;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,9 +32,11 @@ import org.slf4j.LoggerFactory;
  * coordinator opens.
  *
  * <p>The memory holds only what is durable: an outcome is admitted once its record is
- * written. Evictions and expirations write tombstones; a tombstone write that fails is
- * retried with backoff until it lands. One that is lost anyway (the broker stops first)
- * costs nothing but space: restore applies the same limits again and re-deletes.
+ * written, in its client's next slot ({@link KeptOutcomes}), where it overwrites the
+ * client's oldest outcome. Expirations and the coordinator limit write tombstones; a
+ * tombstone write that fails is retried with backoff until it lands, unless a newer record
+ * has taken the slot meanwhile. One that is lost anyway (the broker stops first) costs
+ * nothing but space: restore applies the same limits again and re-deletes.
  */
 public final class TransactionMetadataPreserver {
 
@@ -47,6 +52,8 @@ public final class TransactionMetadataPreserver {
     private final KeptOutcomes kept;
     private final PreserverStats stats = new PreserverStats();
     private final List<ScheduledFuture<?>> periodicTasks = new CopyOnWriteArrayList<>();
+    /** Taking a slot and writing its key, or checking a slot is empty and deleting its key, happen in this order. */
+    private final Object writeOrder = new Object();
     private volatile boolean closed;
 
     public TransactionMetadataPreserver(long coordinatorId, PreserverConfig config, StateTopic stateTopic,
@@ -61,26 +68,29 @@ public final class TransactionMetadataPreserver {
     }
 
     /**
-     * Loads the kept outcomes from the state topic. Tombstones remove earlier records; expired
-     * records and those past the limits are deleted again; malformed ones are logged, counted
-     * and skipped.
+     * Loads the kept outcomes from the state topic. Tombstones and newer records under the
+     * same key replace earlier ones; expired records and those past the limits are deleted
+     * again; records of a client whose slots no longer fit the configured count (it changed,
+     * or they were written per transaction by version 0.1) are moved into new slots;
+     * malformed ones are logged, counted and skipped.
      */
     public CompletableFuture<Void> restore() {
         long startNanos = System.nanoTime();
-        // A JDK linked map: fastutil's primitive-keyed one measured 1.5-2x slower here (its
-        // rehash walks the links), boxing notwithstanding.
-        Map<Long, KeptOutcome> survivors = new LinkedHashMap<>();
+        // A JDK linked map: fastutil's linked maps measured 1.5-2x slower here (their rehash
+        // walks the links).
+        Map<String, StoredRecord> survivors = new LinkedHashMap<>();
         long[] read = new long[1];
         return stateTopic.readToEnd((key, value) -> {
             read[0]++;
             collectRestored(survivors, key, value);
         }, executor).thenRun(() -> {
-            admitRestored(survivors);
+            List<StateWrite> writes = new RestorePlan(survivors.values()).admit();
+            writes.forEach(this::send);
             stats.restoredRecords = read[0];
             stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
             log.info("Coordinator {}: restored {} kept transaction outcomes from {} state-topic records in {} ms"
-                    + " ({} malformed records skipped)", coordinatorId, kept.size(), read[0], stats.restoreMillis,
-                    stats.malformedRecords.sum());
+                    + " ({} malformed records skipped, {} records moved or deleted)", coordinatorId, kept.size(),
+                    read[0], stats.restoreMillis, stats.malformedRecords.sum(), writes.size());
         });
     }
 
@@ -111,35 +121,64 @@ public final class TransactionMetadataPreserver {
      *     which case nothing is kept and the caller must retry
      */
     public CompletableFuture<Void> preserve(TxnID txnId, Outcome outcome, String owner) {
-        return persist(txnId, outcome, owner).thenAccept(this::keep);
+        return persist(txnId, outcome, owner, null).durable().thenAccept(this::keep);
     }
 
     /**
-     * Writes an outcome record to the state topic, without keeping it in memory yet: the
+     * Writes an outcome record to the state topic without keeping it in memory yet: the
      * coordinator writes the record as early as it can, and keeps the outcome only once it
      * is decided ({@link #keep}).
      *
-     * @return the outcome, once its record is durable; fails if the write failed
+     * <p>The record takes the client's next slot, and the outcome that held it is no longer
+     * kept: the record overwrites it. A record that supersedes an earlier one of the same
+     * transaction (a racing end towards the other outcome wrote last, or the earlier write
+     * failed) reuses its slot while no later record has taken it, so that it overwrites it:
+     * a transaction's records never tell two outcomes.
+     *
+     * @param supersedes the transaction's earlier record, or null
      */
-    public CompletableFuture<KeptOutcome> persist(TxnID txnId, Outcome outcome, String owner) {
+    public Persisting persist(TxnID txnId, Outcome outcome, String owner, Persisting supersedes) {
         KeptOutcome record = new KeptOutcome(txnId, outcome, owner, clock.millis());
+        byte[] value = StateRecordCodec.encode(record);
         long startNanos = System.nanoTime();
-        return stateTopic.write(StateRecordCodec.keyOf(txnId), StateRecordCodec.encode(record))
-                .handle((ignored, error) -> {
-                    stats.stateWriteLatency.recordNanos(System.nanoTime() - startNanos);
-                    if (error != null) {
-                        stats.recordWriteFailures.increment();
-                        log.warn("Coordinator {}: could not make the outcome of {} durable; the end of the"
-                                + " transaction will be retried", coordinatorId, txnId, error);
-                        throw new CompletionException(error);
-                    }
-                    return record;
-                });
+        KeptOutcomes.Reservation slot;
+        CompletableFuture<Void> write;
+        synchronized (writeOrder) {
+            slot = supersedes != null && kept.isCurrent(supersedes.slot()) ? supersedes.slot() : kept.reserve(owner);
+            write = stateTopic.write(StateRecordCodec.slotKey(owner, slot.slot()), value);
+        }
+        return new Persisting(slot, write.handle((ignored, error) -> {
+            stats.stateWriteLatency.recordNanos(System.nanoTime() - startNanos);
+            if (error != null) {
+                stats.recordWriteFailures.increment();
+                log.warn("Coordinator {}: could not make the outcome of {} durable; the end of the"
+                        + " transaction will be retried", coordinatorId, txnId, error);
+                throw new CompletionException(error);
+            }
+            return new Persisted(record, slot);
+        }));
     }
 
-    /** Keeps a decided outcome whose record is durable, evicting what the limits no longer allow. */
-    public void keep(KeptOutcome outcome) {
-        deleteAll(kept.admit(outcome.txnId(), outcome.outcome(), outcome.owner(), outcome.endTimeMillis()));
+    /**
+     * Keeps a decided outcome whose record is durable, deleting what the coordinator limit
+     * no longer allows, and the transaction's earlier slot if it was kept in another one.
+     */
+    public void keep(Persisted persisted) {
+        KeptOutcome outcome = persisted.outcome();
+        List<KeptOutcomes.Vacated> vacated = new ArrayList<>(0);
+        if (!kept.admit(outcome.txnId(), outcome.outcome(), outcome.endTimeMillis(), persisted.slot(), vacated)) {
+            log.debug("Coordinator {}: the slot of {} was taken by a newer record of its client before its end"
+                    + " was decided; its outcome is not kept", coordinatorId, outcome.txnId());
+        }
+        vacated.forEach(this::deleteVacated);
+    }
+
+    /** An outcome whose record is durable in a client's slot. */
+    public record Persisted(KeptOutcome outcome, KeptOutcomes.Reservation slot) {
+    }
+
+    /** An outcome record being written: its slot, and its durability (fails if the write failed). */
+    public record Persisting(KeptOutcomes.Reservation slot, CompletableFuture<Persisted> durable) {
     }
 
     /** The kept outcome of a transaction, or null if none is kept. Never blocks. */
@@ -158,7 +197,7 @@ public final class TransactionMetadataPreserver {
 
     /** Drops the outcomes past their time-to-live, from memory and from the state topic. */
     public void expire() {
-        deleteAll(kept.expire(clock.millis()));
+        kept.expire(clock.millis()).forEach(this::deleteVacated);
     }
 
     public int keptCount() {
@@ -185,39 +224,146 @@ public final class TransactionMetadataPreserver {
         return stateTopic.closeAsync();
     }
 
-    private void collectRestored(Map<Long, KeptOutcome> survivors, String key, byte[] value) {
+    private void collectRestored(Map<String, StoredRecord> survivors, String key, byte[] value) {
+        if (value == null) {
+            survivors.remove(key);
+            return;
+        }
         try {
-            TxnID txnId = StateRecordCodec.parseKey(key);
-            if (txnId.getMostSigBits() != coordinatorId) {
-                throw new MalformedRecordException("key '" + key + "' belongs to another coordinator");
+            StoredRecord restored = StateRecordCodec.decode(key, value);
+            if (restored.outcome().txnId().getMostSigBits() != coordinatorId) {
+                throw new MalformedRecordException("record under key '" + key + "' is of "
+                        + restored.outcome().txnId() + ", not of coordinator " + coordinatorId);
             }
-            if (value == null) {
-                survivors.remove(txnId.getLeastSigBits());
-                return;
-            }
-            KeptOutcome restored = StateRecordCodec.decode(key, value);
-            // A re-written outcome takes its latest place in the order.
-            // Re-insert so that a re-written outcome takes its latest place in the order.
-            survivors.remove(txnId.getLeastSigBits());
-            survivors.put(txnId.getLeastSigBits(), restored);
+            // Re-insert so that a rewritten key takes its latest place in the order.
+            survivors.remove(key);
+            survivors.put(key, restored);
         } catch (MalformedRecordException e) {
+            survivors.remove(key);
             stats.malformedRecords.increment();
             log.warn("Coordinator {}: skipping malformed state-topic record: {}", coordinatorId, e.getMessage());
         }
     }
 
-    private void admitRestored(Map<Long, KeptOutcome> survivors) {
-        long now = clock.millis();
-        LongArrayList toDelete = new LongArrayList();
-        for (KeptOutcome restored : survivors.values()) {
-            if (kept.isExpired(restored.endTimeMillis(), now)) {
-                toDelete.add(restored.txnId().getLeastSigBits());
-            } else {
-                toDelete.addElements(toDelete.size(), kept.admit(restored.txnId(), restored.outcome(), restored.owner(),
-                        restored.endTimeMillis()));
+    /**
+     * Admits restored records in log order. A client whose records sit in consecutive slots
+     * ({@code s, s+1, ...} modulo the count) keeps them in place; any other layout (the count
+     * changed, or 0.1's per-transaction keys) is moved to slots {@code 0..n-1}, its newest
+     * {@code count} records only, and its old keys are deleted unless a moved record
+     * overwrites them. The writes are listed in the order they must land.
+     */
+    private final class RestorePlan {
+
+        private final Collection<StoredRecord> survivors;
+        private final Map<String, ClientLayout> layouts = new HashMap<>();
+        private final ClientLayout withoutOwner = new ClientLayout();
+        private final List<StateWrite> writes = new ArrayList<>();
+        private final List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+        private final long now = clock.millis();
+
+        RestorePlan(Collection<StoredRecord> survivors) {
+            this.survivors = survivors;
+        }
+
+        List<StateWrite> admit() {
+            int limit = kept.perClientLimit();
+            for (StoredRecord record : survivors) {
+                if (!isExpired(record)) {
+                    layoutOf(record.outcome().owner()).observe(record.key().slot(), limit);
+                }
+            }
+            for (StoredRecord record : survivors) {
+                ClientLayout layout = layoutOf(record.outcome().owner());
+                if (isExpired(record)) {
+                    deleteUnlessMovedOnto(record.key(), layout);
+                } else if (layout.inPlace) {
+                    restoreInto(record.outcome(), record.key().slot());
+                } else {
+                    move(record, layout);
+                }
+            }
+            return writes;
+        }
+
+        private void move(StoredRecord record, ClientLayout layout) {
+            layout.seen++;
+            if (layout.seen <= layout.count - layout.movedSlots) {
+                deleteUnlessMovedOnto(record.key(), layout);
+                return;
+            }
+            KeptOutcome outcome = record.outcome();
+            int slot = layout.nextSlot++;
+            restoreInto(outcome, slot);
+            if (!(record.key().isSlot() && record.key().slot() == slot)) {
+                writes.add(StateWrite.record(StateRecordCodec.slotKey(outcome.owner(), slot),
+                        StateRecordCodec.encode(outcome)));
+                deleteUnlessMovedOnto(record.key(), layout);
             }
         }
-        deleteAll(toDelete.toLongArray());
+
+        private void restoreInto(KeptOutcome outcome, int slot) {
+            kept.restore(outcome.txnId(), outcome.outcome(), outcome.owner(), outcome.endTimeMillis(), slot, vacated);
+            for (KeptOutcomes.Vacated emptied : vacated) {
+                writes.add(StateWrite.slotTombstone(emptied.owner(), emptied.slot()));
+            }
+            vacated.clear();
+        }
+
+        /** Deletes a stored key unless its client is moving and one of its new slots overwrites it. */
+        private void deleteUnlessMovedOnto(StateRecordCodec.StoredKey key, ClientLayout layout) {
+            if (!key.isSlot()) {
+                writes.add(StateWrite.legacyTombstone(StateRecordCodec.legacyKeyOf(key.legacyTxn())));
+            } else if (layout.inPlace || key.slot() >= layout.movedSlots) {
+                writes.add(StateWrite.slotTombstone(key.owner(), key.slot()));
+            }
+        }
+
+        private boolean isExpired(StoredRecord record) {
+            return kept.isExpired(record.outcome().endTimeMillis(), now);
+        }
+
+        private ClientLayout layoutOf(String owner) {
+            return owner == null ? withoutOwner : layouts.computeIfAbsent(owner, ignored -> new ClientLayout());
+        }
+    }
+
+    /** How one client's restored, unexpired records sit in its slots. */
+    private static final class ClientLayout {
+        int count;
+        int lastSlot = -1;
+        boolean inPlace = true;
+        /** For a client that moves: how many slots it fills, 0..movedSlots-1. */
+        int movedSlots;
+        int seen;
+        int nextSlot;
+
+        void observe(int slot, int limit) {
+            if (slot < 0 || slot >= limit || (count > 0 && slot != (lastSlot + 1) % limit)) {
+                inPlace = false;
+            }
+            lastSlot = slot;
+            count++;
+            movedSlots = Math.min(count, limit);
+        }
+    }
+
+    /**
+     * A state-topic write decided at restore: a record moved to a slot, or a tombstone of a
+     * slot (guarded at send, once restore is done) or of a 0.1 key.
+     */
+    private record StateWrite(String key, byte[] valueOrNull, String slotOwner, int slot) {
+
+        static StateWrite record(String key, byte[] value) {
+            return new StateWrite(key, value, null, -1);
+        }
+
+        static StateWrite slotTombstone(String owner, int slot) {
+            return new StateWrite(StateRecordCodec.slotKey(owner, slot), null, owner, slot);
+        }
+
+        static StateWrite legacyTombstone(String key) {
+            return new StateWrite(key, null, null, -1);
+        }
     }
 
     private void runSafely(Runnable task) {
@@ -228,30 +374,67 @@ public final class TransactionMetadataPreserver {
         }
     }
 
-    private void deleteAll(long[] sequences) {
-        for (long sequence : sequences) {
-            deleteUntilDurable(new TxnID(coordinatorId, sequence), FIRST_RETRY_DELAY_MILLIS);
+    private void send(StateWrite write) {
+        if (write.valueOrNull() != null) {
+            writeUntilDurable(write.key(), write.valueOrNull(), FIRST_RETRY_DELAY_MILLIS);
+        } else {
+            KeptOutcomes.Vacated guard = write.slot() < 0 ? null : kept.vacatedNow(write.slotOwner(), write.slot());
+            deleteUntilDurable(write.key(), guard, FIRST_RETRY_DELAY_MILLIS);
         }
     }
 
-    private void deleteUntilDurable(TxnID txnId, long nextDelayMillis) {
+    private void deleteVacated(KeptOutcomes.Vacated slot) {
+        deleteUntilDurable(StateRecordCodec.slotKey(slot.owner(), slot.slot()), slot, FIRST_RETRY_DELAY_MILLIS);
+    }
+
+    /**
+     * Deletes a key, retrying with backoff until the tombstone lands. A slot's tombstone is
+     * sent only while the slot is still empty, checked in the same critical section as the
+     * writes that take slots: once a new record has taken it, the tombstone would delete
+     * that record instead.
+     */
+    private void deleteUntilDurable(String key, KeptOutcomes.Vacated guard, long nextDelayMillis) {
         if (closed) {
             return;
         }
-        stateTopic.delete(StateRecordCodec.keyOf(txnId)).exceptionally(error -> {
-            if (closed) {
-                return null;
+        CompletableFuture<Void> tombstone;
+        synchronized (writeOrder) {
+            if (guard != null && kept.isTakenSince(guard)) {
+                return;
             }
+            tombstone = stateTopic.delete(key);
+        }
+        tombstone.exceptionally(error -> {
             stats.tombstoneWriteRetries.increment();
-            log.warn("Coordinator {}: tombstone for {} failed, retrying in {} ms: {}", coordinatorId, txnId,
-                    nextDelayMillis, error.toString());
-            try {
-                executor.schedule(() -> deleteUntilDurable(txnId, Math.min(nextDelayMillis * 2,
-                        MAX_RETRY_DELAY_MILLIS)), nextDelayMillis, TimeUnit.MILLISECONDS);
-            } catch (RejectedExecutionException shuttingDown) {
-                log.debug("Coordinator {}: not retrying tombstone for {}, shutting down", coordinatorId, txnId);
-            }
+            retryLater("tombstone for " + key, error, nextDelayMillis,
+                    () -> deleteUntilDurable(key, guard, Math.min(nextDelayMillis * 2, MAX_RETRY_DELAY_MILLIS)));
             return null;
         });
+    }
+
+    /** Writes a record moved at restore; nothing else writes its slot before the coordinator serves. */
+    private void writeUntilDurable(String key, byte[] value, long nextDelayMillis) {
+        if (closed) {
+            return;
+        }
+        stateTopic.write(key, value).exceptionally(error -> {
+            stats.recordWriteFailures.increment();
+            retryLater("moved record under " + key, error, nextDelayMillis,
+                    () -> writeUntilDurable(key, value, Math.min(nextDelayMillis * 2, MAX_RETRY_DELAY_MILLIS)));
+            return null;
+        });
+    }
+
+    private void retryLater(String what, Throwable error, long delayMillis, Runnable retry) {
+        if (closed) {
+            return;
+        }
+        log.warn("Coordinator {}: {} failed, retrying in {} ms: {}", coordinatorId, what, delayMillis,
+                error.toString());
+        try {
+            executor.schedule(retry, delayMillis, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException shuttingDown) {
+            log.debug("Coordinator {}: not retrying {}, shutting down", coordinatorId, what);
+        }
     }
 }

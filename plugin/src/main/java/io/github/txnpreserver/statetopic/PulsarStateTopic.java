@@ -70,7 +70,7 @@ public final class PulsarStateTopic implements StateTopic {
                         .accessMode(ProducerAccessMode.ExclusiveWithFencing)
                         // Records leave with the finishing entry, off the commit's critical path,
                         // so a short batching delay costs no latency; under load it turns a
-                        // bookie write per record and per tombstone into one per batch.
+                        // bookie write per record into one per batch.
                         .enableBatching(true)
                         .batchingMaxPublishDelay(BATCHING_DELAY_MICROS, TimeUnit.MICROSECONDS)
                         .batchingMaxMessages(1000)

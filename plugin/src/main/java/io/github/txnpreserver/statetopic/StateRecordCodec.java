@@ -5,40 +5,55 @@ import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
 import io.github.txnpreserver.statetopic.proto.TxnOutcome;
+import java.util.Objects;
 import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
  * Maps kept outcomes to state-topic entries and back.
  *
- * <p>Key: {@code <mostSigBits>:<leastSigBits>}, one key per transaction, so that each
- * ended transaction costs one small record whatever the retention count, and an evicted
- * or expired outcome is removed by a tombstone under its own key.
+ * <p>Key: one per client slot, {@code s<slot>} for transactions without an owner and
+ * {@code s<slot>:<owner>} otherwise. A client's records go round its slots, so a new record
+ * overwrites the client's oldest outcome: one small record per ended transaction, whatever
+ * the retention count, and no tombstone for what it evicts. Keys of the form
+ * {@code <mostSigBits>:<leastSigBits>}, one per transaction, were written by version 0.1;
+ * they are still read, and restore moves their records into slots.
  */
 public final class StateRecordCodec {
 
     /** The record format this version writes and the newest it reads. */
     public static final int FORMAT_VERSION = 1;
 
+    private static final char SLOT_PREFIX = 's';
+
     private StateRecordCodec() {
     }
 
-    public static String keyOf(TxnID txnId) {
+    /** Where a record lives: a client's slot, or (version 0.1) its transaction's own key. */
+    public record StoredKey(int slot, String owner, TxnID legacyTxn) {
+
+        public boolean isSlot() {
+            return legacyTxn == null;
+        }
+    }
+
+    /** A decoded entry: the outcome and where it was stored. */
+    public record StoredRecord(StoredKey key, KeptOutcome outcome) {
+    }
+
+    public static String slotKey(String owner, int slot) {
+        return owner == null ? SLOT_PREFIX + Integer.toString(slot) : SLOT_PREFIX + Integer.toString(slot) + ':' + owner;
+    }
+
+    /** The per-transaction key of version 0.1. */
+    public static String legacyKeyOf(TxnID txnId) {
         return txnId.getMostSigBits() + ":" + txnId.getLeastSigBits();
     }
 
-    public static TxnID parseKey(String key) throws MalformedRecordException {
-        if (key == null) {
+    public static StoredKey parseKey(String key) throws MalformedRecordException {
+        if (key == null || key.isEmpty()) {
             throw new MalformedRecordException("entry has no key");
         }
-        int colon = key.indexOf(':');
-        if (colon <= 0 || colon == key.length() - 1) {
-            throw new MalformedRecordException("key '" + key + "' is not <mostSigBits>:<leastSigBits>");
-        }
-        try {
-            return new TxnID(Long.parseLong(key.substring(0, colon)), Long.parseLong(key.substring(colon + 1)));
-        } catch (NumberFormatException e) {
-            throw new MalformedRecordException("key '" + key + "' is not <mostSigBits>:<leastSigBits>", e);
-        }
+        return key.charAt(0) == SLOT_PREFIX ? parseSlotKey(key) : new StoredKey(-1, null, parseLegacyKey(key));
     }
 
     public static byte[] encode(KeptOutcome kept) {
@@ -55,8 +70,8 @@ public final class StateRecordCodec {
     }
 
     /** Decodes a non-tombstone entry, checking it against its key. */
-    public static KeptOutcome decode(String key, byte[] value) throws MalformedRecordException {
-        TxnID keyTxn = parseKey(key);
+    public static StoredRecord decode(String key, byte[] value) throws MalformedRecordException {
+        StoredKey storedKey = parseKey(key);
         TerminatedTxnRecord record;
         try {
             record = TerminatedTxnRecord.parseFrom(value);
@@ -68,15 +83,45 @@ public final class StateRecordCodec {
                     + record.getFormatVersion() + "; this plugin reads versions 1 to " + FORMAT_VERSION);
         }
         TxnID recordTxn = new TxnID(record.getTxnidMostBits(), record.getTxnidLeastBits());
-        if (!recordTxn.equals(keyTxn)) {
-            throw new MalformedRecordException("record for " + recordTxn + " is stored under key '" + key + "'");
+        String owner = record.hasOwner() ? record.getOwner() : null;
+        if (storedKey.isSlot() ? !Objects.equals(owner, storedKey.owner())
+                : !recordTxn.equals(storedKey.legacyTxn())) {
+            throw new MalformedRecordException("record for " + recordTxn + " of owner " + owner
+                    + " is stored under key '" + key + "'");
         }
         Outcome outcome = switch (record.getOutcome()) {
             case COMMITTED -> Outcome.COMMITTED;
             case ABORTED -> Outcome.ABORTED;
             default -> throw new MalformedRecordException("record under key '" + key + "' has no outcome");
         };
-        return new KeptOutcome(recordTxn, outcome, record.hasOwner() ? record.getOwner() : null,
-                record.getEndTimeMillis());
+        return new StoredRecord(storedKey, new KeptOutcome(recordTxn, outcome, owner, record.getEndTimeMillis()));
+    }
+
+    private static StoredKey parseSlotKey(String key) throws MalformedRecordException {
+        int colon = key.indexOf(':');
+        String digits = colon < 0 ? key.substring(1) : key.substring(1, colon);
+        try {
+            int slot = Integer.parseInt(digits);
+            if (slot < 0 || digits.startsWith("+")) {
+                throw new NumberFormatException(digits);
+            }
+            return new StoredKey(slot, colon < 0 ? null : key.substring(colon + 1), null);
+        } catch (NumberFormatException e) {
+            throw new MalformedRecordException("key '" + key + "' is not s<slot>[:<owner>]", e);
+        }
+    }
+
+    private static TxnID parseLegacyKey(String key) throws MalformedRecordException {
+        int colon = key.indexOf(':');
+        if (colon <= 0 || colon == key.length() - 1) {
+            throw new MalformedRecordException("key '" + key + "' is neither s<slot>[:<owner>] nor"
+                    + " <mostSigBits>:<leastSigBits>");
+        }
+        try {
+            return new TxnID(Long.parseLong(key.substring(0, colon)), Long.parseLong(key.substring(colon + 1)));
+        } catch (NumberFormatException e) {
+            throw new MalformedRecordException("key '" + key + "' is neither s<slot>[:<owner>] nor"
+                    + " <mostSigBits>:<leastSigBits>", e);
+        }
     }
 }

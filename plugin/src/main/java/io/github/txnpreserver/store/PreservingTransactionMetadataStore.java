@@ -185,13 +185,15 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     /**
      * Writes the outcome record unless the newest record of the transaction already says
-     * this outcome (written or being written); a record for another outcome is superseded
-     * by a new write, which the coordinator's single producer orders after it.
+     * this outcome (written or being written); a record for another outcome, or one whose
+     * write failed, is superseded by a new write in the same slot, which the coordinator's
+     * single producer orders after it.
      */
     private Preservation writeRecord(TxnID txnId, Outcome outcome, String owner) {
         return preserving.compute(txnId.getLeastSigBits(), (sequence, newest) ->
-                newest != null && newest.outcome() == outcome && !newest.durable().isCompletedExceptionally()
-                        ? newest : new Preservation(outcome, preserver.persist(txnId, outcome, owner)));
+                newest != null && newest.outcome() == outcome && !newest.record().durable().isCompletedExceptionally()
+                        ? newest : new Preservation(outcome, preserver.persist(txnId, outcome, owner,
+                                newest == null ? null : newest.record())));
     }
 
     /**
@@ -216,14 +218,14 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     /**
      * Step 2, once the markers are sent: the decided outcome's record must be the newest
      * durable one; then the outcome is kept in memory, before the terminal entry makes the
-     * live transaction disappear. A failed write is forgotten, so that the broker's retry of
-     * the end writes it again, and reported as a failure the broker retries.
+     * live transaction disappear. A failed write is reported as a failure the broker
+     * retries; the retry writes the record again, in the same slot.
      */
     private CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
         Preservation record = writeRecord(txnId, decided, owner);
-        return record.durable().handle((durable, error) -> {
+        return record.record().durable().handle((durable, error) -> {
             if (error != null) {
-                preserving.remove(txnId.getLeastSigBits(), record);
+                // Left in place: the broker's retry writes it again, in the same slot.
                 throw new CompletionException(new StateTopicWriteException(
                         "Outcome of " + txnId + " is not durable in the state topic yet",
                         FutureUtil.unwrapCompletionException(error)));
@@ -302,7 +304,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     /** An outcome record of a transaction and its durability. */
-    private record Preservation(Outcome outcome, CompletableFuture<KeptOutcome> durable) {
+    private record Preservation(Outcome outcome, TransactionMetadataPreserver.Persisting record) {
     }
 
     private static void crashPoint(CrashPoint.Step step, long delayMillis) {

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
@@ -19,6 +21,18 @@ class KeptOutcomesTest {
         return new TxnID(TC, sequence);
     }
 
+    /** A transaction's end as the preserver drives it: its record takes a slot, then it is decided. */
+    private static List<KeptOutcomes.Vacated> end(KeptOutcomes kept, long sequence, String owner, long endTime) {
+        List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+        KeptOutcomes.Reservation slot = kept.reserve(owner);
+        assertThat(kept.admit(txn(sequence), Outcome.COMMITTED, endTime, slot, vacated)).isTrue();
+        return vacated;
+    }
+
+    private static List<Integer> slots(List<KeptOutcomes.Vacated> vacated) {
+        return vacated.stream().map(KeptOutcomes.Vacated::slot).toList();
+    }
+
     @Nested
     @DisplayName("per client")
     class PerClient {
@@ -26,15 +40,21 @@ class KeptOutcomesTest {
         private final KeptOutcomes kept = new KeptOutcomes(TC, 2, 100, TTL);
 
         @Test
-        void keepsTheNewestOutcomesOfEachClientAndEvictsItsOldest() {
-            kept.admit(txn(1), Outcome.COMMITTED, "alice", 0);
-            kept.admit(txn(2), Outcome.ABORTED, "alice", 1);
-            kept.admit(txn(3), Outcome.COMMITTED, "bob", 2);
+        void aClientsRecordsGoRoundItsSlots() {
+            assertThat(List.of(kept.reserve("alice").slot(), kept.reserve("alice").slot(),
+                    kept.reserve("alice").slot(), kept.reserve("bob").slot())).containsExactly(0, 1, 0, 0);
+        }
 
-            assertThat(kept.admit(txn(4), Outcome.COMMITTED, "alice", 3)).containsExactly(1L);
+        @Test
+        void keepsTheNewestOutcomesOfEachClientAndEvictsItsOldest() {
+            end(kept, 1, "alice", 0);
+            end(kept, 2, "alice", 1);
+            end(kept, 3, "bob", 2);
+
+            assertThat(end(kept, 4, "alice", 3)).as("no tombstone: the record overwrote the slot").isEmpty();
 
             assertThat(kept.get(txn(1))).isNull();
-            assertThat(kept.get(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(kept.get(txn(2))).isNotNull();
             assertThat(kept.get(txn(3)).owner()).isEqualTo("bob");
             assertThat(kept.get(txn(4)).owner()).isEqualTo("alice");
             assertThat(kept.size()).isEqualTo(3);
@@ -42,31 +62,83 @@ class KeptOutcomesTest {
         }
 
         @Test
-        void transactionsWithoutOwnerShareOneBucket() {
-            kept.admit(txn(1), Outcome.COMMITTED, null, 0);
-            kept.admit(txn(2), Outcome.COMMITTED, null, 1);
+        void theOldestOutcomeGoesWhenTheNewRecordIsWrittenNotWhenItIsDecided() {
+            end(kept, 1, "alice", 0);
+            end(kept, 2, "alice", 1);
 
-            assertThat(kept.admit(txn(3), Outcome.COMMITTED, null, 2)).containsExactly(1L);
+            kept.reserve("alice");
+
+            assertThat(kept.get(txn(1))).as("its key is being overwritten").isNull();
+            assertThat(kept.get(txn(2))).isNotNull();
+        }
+
+        @Test
+        void anOutcomeWhoseSlotALaterRecordTookBeforeItWasDecidedIsNotKept() {
+            KeptOutcomes oneSlot = new KeptOutcomes(TC, 1, 100, TTL);
+            KeptOutcomes.Reservation first = oneSlot.reserve("alice");
+            KeptOutcomes.Reservation second = oneSlot.reserve("alice");
+
+            assertThat(oneSlot.admit(txn(1), Outcome.COMMITTED, 0, first, new ArrayList<>())).isFalse();
+            assertThat(oneSlot.admit(txn(2), Outcome.ABORTED, 0, second, new ArrayList<>())).isTrue();
+            assertThat(oneSlot.get(txn(1))).isNull();
+            assertThat(oneSlot.get(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
+        }
+
+        @Test
+        void transactionsWithoutOwnerShareOneClientsSlots() {
+            end(kept, 1, null, 0);
+            end(kept, 2, null, 1);
+            end(kept, 3, null, 2);
+
+            assertThat(kept.get(txn(1))).isNull();
             assertThat(kept.get(txn(3)).owner()).isNull();
             assertThat(kept.clients()).isEqualTo(1);
         }
 
         @Test
-        void admittingAKeptTransactionAgainChangesNothing() {
-            kept.admit(txn(1), Outcome.COMMITTED, "alice", 0);
-            kept.admit(txn(2), Outcome.COMMITTED, "alice", 1);
+        void aTransactionKeptInAnotherSlotMovesToItsNewestAndEmptiesTheEarlier() {
+            end(kept, 1, "alice", 0);
+            List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
 
-            assertThat(kept.admit(txn(1), Outcome.COMMITTED, "alice", 5)).isEmpty();
-            assertThat(kept.size()).isEqualTo(2);
-            assertThat(kept.get(txn(1)).endTimeMillis()).isZero();
+            assertThat(kept.admit(txn(1), Outcome.ABORTED, 5, kept.reserve("alice"), vacated)).isTrue();
+
+            assertThat(slots(vacated)).containsExactly(0);
+            assertThat(kept.size()).isEqualTo(1);
+            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.ABORTED);
         }
 
         @Test
-        void aClientWhoseOutcomesAreAllGoneIsForgotten() {
-            kept.admit(txn(1), Outcome.COMMITTED, "alice", 0);
+        void aReservationStaysCurrentUntilTheClientsRecordsComeRoundToItsSlot() {
+            KeptOutcomes.Reservation first = kept.reserve("alice");
+            kept.reserve("alice");
+            assertThat(kept.isCurrent(first)).isTrue();
+
+            kept.reserve("alice");
+
+            assertThat(kept.isCurrent(first)).isFalse();
+        }
+
+        @Test
+        void aReservationOutlivesItsClientBeingForgottenUntilTheNewRoundReachesItsSlot() {
+            end(kept, 1, "alice", 0);
+            KeptOutcomes.Reservation second = kept.reserve("alice");
+            kept.expire(TTL);
+            assertThat(kept.clients()).as("alice's only outcome expired").isZero();
+
+            assertThat(kept.admit(txn(2), Outcome.COMMITTED, TTL, second, new ArrayList<>())).isTrue();
+            assertThat(kept.reserve("alice").slot()).isZero();
+            assertThat(kept.get(txn(2))).isNotNull();
+            assertThat(kept.reserve("alice").slot()).isEqualTo(1);
+            assertThat(kept.get(txn(2))).as("its slot taken by the new round").isNull();
+        }
+
+        @Test
+        void aClientWhoseOutcomesAreAllGoneIsForgottenAndStartsAgainAtSlotZero() {
+            end(kept, 1, "alice", 0);
             kept.expire(TTL);
 
             assertThat(kept.clients()).isZero();
+            assertThat(kept.reserve("alice").slot()).isZero();
         }
     }
 
@@ -77,14 +149,17 @@ class KeptOutcomesTest {
         private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 3, TTL);
 
         @Test
-        void evictsTheGloballyOldestOutcomeWhateverItsClient() {
-            kept.admit(txn(1), Outcome.COMMITTED, "alice", 0);
-            kept.admit(txn(2), Outcome.COMMITTED, "bob", 1);
-            kept.admit(txn(3), Outcome.COMMITTED, "alice", 2);
+        void evictsTheGloballyOldestOutcomeWhateverItsClientAndEmptiesItsSlot() {
+            end(kept, 1, "alice", 0);
+            end(kept, 2, "bob", 1);
+            end(kept, 3, "alice", 2);
 
-            assertThat(kept.admit(txn(4), Outcome.COMMITTED, "carol", 3)).containsExactly(1L);
-            assertThat(kept.admit(txn(5), Outcome.COMMITTED, "dave", 4)).containsExactly(2L);
+            List<KeptOutcomes.Vacated> first = end(kept, 4, "carol", 3);
+            List<KeptOutcomes.Vacated> second = end(kept, 5, "dave", 4);
 
+            assertThat(first).extracting(KeptOutcomes.Vacated::owner, KeptOutcomes.Vacated::slot)
+                    .containsExactly(org.assertj.core.groups.Tuple.tuple("alice", 0));
+            assertThat(second).extracting(KeptOutcomes.Vacated::owner).containsExactly("bob");
             assertThat(kept.size()).isEqualTo(3);
             assertThat(kept.get(txn(3))).isNotNull();
             assertThat(kept.coordinatorEvictions()).isEqualTo(2);
@@ -94,7 +169,7 @@ class KeptOutcomesTest {
         @Test
         void staysBoundedHoweverManyDistinctClientsEndTransactions() {
             for (long i = 0; i < 10_000; i++) {
-                kept.admit(txn(i), Outcome.COMMITTED, "client-" + i, i);
+                end(kept, i, "client-" + i, i);
             }
 
             assertThat(kept.size()).isEqualTo(3);
@@ -103,8 +178,8 @@ class KeptOutcomesTest {
 
         @Test
         void refusesTransactionsOfAnotherCoordinator() {
-            assertThatThrownBy(() -> kept.admit(new TxnID(TC + 1, 1), Outcome.COMMITTED, "alice", 0))
-                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> kept.admit(new TxnID(TC + 1, 1), Outcome.COMMITTED, 0, kept.reserve("alice"),
+                    new ArrayList<>())).isInstanceOf(IllegalArgumentException.class);
             assertThat(kept.get(new TxnID(TC + 1, 1))).isNull();
         }
     }
@@ -117,22 +192,89 @@ class KeptOutcomesTest {
 
         @Test
         void expiresExactlyTheOutcomesOlderThanTheTimeToLive() {
-            kept.admit(txn(1), Outcome.COMMITTED, "alice", 0);
-            kept.admit(txn(2), Outcome.ABORTED, "bob", 10);
-            kept.admit(txn(3), Outcome.COMMITTED, "alice", 20);
+            end(kept, 1, "alice", 0);
+            end(kept, 2, "bob", 10);
+            end(kept, 3, "alice", 20);
 
-            assertThat(kept.expire(TTL + 9)).containsExactly(1L);
-            assertThat(kept.expire(TTL + 10)).containsExactly(2L);
+            assertThat(slots(kept.expire(TTL + 9))).containsExactly(0);
+            assertThat(kept.expire(TTL + 10)).extracting(KeptOutcomes.Vacated::owner).containsExactly("bob");
             assertThat(kept.get(txn(3))).isNotNull();
             assertThat(kept.expirations()).isEqualTo(2);
         }
 
         @Test
         void nothingExpiresBeforeItsTime() {
-            kept.admit(txn(1), Outcome.COMMITTED, "alice", 0);
+            end(kept, 1, "alice", 0);
 
             assertThat(kept.expire(TTL - 1)).isEmpty();
             assertThat(kept.size()).isEqualTo(1);
+        }
+    }
+
+    @Nested
+    @DisplayName("vacated slots")
+    class VacatedSlots {
+
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 3, 2, TTL);
+
+        @Test
+        void areTakenAgainOnlyWhenTheClientsRecordsComeRoundToThem() {
+            end(kept, 1, "alice", 0);
+            end(kept, 2, "alice", 1);
+            KeptOutcomes.Vacated aliceSlot0 = end(kept, 3, "bob", 2).get(0);
+
+            assertThat(kept.isTakenSince(aliceSlot0)).isFalse();
+            assertThat(kept.reserve("alice").slot()).isEqualTo(2);
+            assertThat(kept.isTakenSince(aliceSlot0)).isFalse();
+            assertThat(kept.reserve("alice").slot()).isZero();
+            assertThat(kept.isTakenSince(aliceSlot0)).isTrue();
+        }
+
+        @Test
+        void ofAForgottenClientAreTakenAgainAsItStartsOver() {
+            end(kept, 1, "alice", 0);
+            end(kept, 2, "alice", 1);
+            List<KeptOutcomes.Vacated> vacated = kept.expire(TTL + 1);
+
+            kept.reserve("alice");
+
+            assertThat(vacated).extracting(kept::isTakenSince).containsExactly(true, false);
+        }
+    }
+
+    @Nested
+    @DisplayName("restore")
+    class Restore {
+
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 3, 100, TTL);
+
+        @Test
+        void keepsRestoredOutcomesInTheirSlotsAndContinuesAfterTheNewest() {
+            kept.restore(txn(1), Outcome.COMMITTED, "alice", 0, 1, new ArrayList<>());
+            kept.restore(txn(2), Outcome.ABORTED, "alice", 0, 2, new ArrayList<>());
+
+            assertThat(kept.reserve("alice").slot()).isZero();
+            assertThat(kept.get(txn(1))).isNotNull();
+            assertThat(kept.reserve("alice").slot()).isEqualTo(1);
+            assertThat(kept.get(txn(1))).isNull();
+            assertThat(kept.get(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
+        }
+
+        @Test
+        void aTransactionFoundInTwoSlotsKeepsTheLaterAndVacatesTheEarlier() {
+            List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+            kept.restore(txn(1), Outcome.ABORTED, "alice", 0, 0, vacated);
+            kept.restore(txn(1), Outcome.COMMITTED, "alice", 0, 1, vacated);
+
+            assertThat(slots(vacated)).containsExactly(0);
+            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(kept.size()).isEqualTo(1);
+        }
+
+        @Test
+        void refusesASlotOutsideTheClientsCount() {
+            assertThatThrownBy(() -> kept.restore(txn(1), Outcome.ABORTED, "alice", 0, 3, new ArrayList<>()))
+                    .isInstanceOf(IllegalArgumentException.class);
         }
     }
 }

@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.resolution.Resolution;
+import io.github.txnpreserver.statetopic.proto.TxnOutcome;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import java.util.List;
@@ -66,7 +67,6 @@ class CommitChainTest {
     @Test
     void whenAnEndRacingTheOtherWayWroteItsRecordLastTheDecidedOutcomeIsWrittenAgainBeforeTheEnd() {
         TxnID txn = openWithPartition();
-        String key = CoordinatorHarness.key(txn);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING") || op.equals("ABORTING"));
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
@@ -78,10 +78,8 @@ class CommitChainTest {
         boolean committed = settle(commit);
         boolean aborted = settle(timeoutAbort);
         assertThat(committed).isNotEqualTo(aborted);
-        var newest = coordinator.stateTopic().entries().stream().filter(entry -> key.equals(entry.key()))
-                .reduce((first, second) -> second).orElseThrow();
-        assertThat(decode(key, newest.value()).outcome())
-                .isEqualTo(committed ? Outcome.COMMITTED : Outcome.ABORTED);
+        assertThat(coordinator.stateTopic().newestRecordOf(txn).getOutcome())
+                .isEqualTo(committed ? TxnOutcome.COMMITTED : TxnOutcome.ABORTED);
 
         coordinator.restart();
 
@@ -94,7 +92,7 @@ class CommitChainTest {
         TxnID txn = openWithPartition();
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING"));
         coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().liveKeys()
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().liveTransactions()
                 .contains(CoordinatorHarness.key(txn)));
 
         coordinator.restart();
@@ -106,14 +104,6 @@ class CommitChainTest {
         assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
         coordinator.restart();
         assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
-    }
-
-    private static io.github.txnpreserver.preserver.KeptOutcome decode(String key, byte[] value) {
-        try {
-            return io.github.txnpreserver.statetopic.StateRecordCodec.decode(key, value);
-        } catch (io.github.txnpreserver.statetopic.MalformedRecordException e) {
-            throw new AssertionError(e);
-        }
     }
 
     @Test

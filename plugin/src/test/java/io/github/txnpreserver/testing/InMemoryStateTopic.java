@@ -1,6 +1,8 @@
 package io.github.txnpreserver.testing;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -8,11 +10,14 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
  * A state topic kept in memory: an append-only log with compaction on demand, writes that
- * can be made to fail or to wait, and every write recorded in a {@link CallLog} as
- * {@code state-write <key>} / {@code state-delete <key>} once durable.
+ * can be made to fail or to wait, and every write recorded in a {@link CallLog} once
+ * durable: a record as {@code state-write <mostSigBits>:<leastSigBits>} of the transaction
+ * it holds (so that tests follow a transaction, whichever slot its record took), a tombstone
+ * as {@code state-delete <key>}.
  */
 public final class InMemoryStateTopic implements StateTopic {
 
@@ -103,6 +108,31 @@ public final class InMemoryStateTopic implements StateTopic {
         return newest.values().stream().filter(e -> e.value() != null).map(Entry::key).toList();
     }
 
+    /** Transactions whose record is the newest value of its key, in log order. */
+    public synchronized List<String> liveTransactions() {
+        Map<String, Entry> newest = new LinkedHashMap<>();
+        for (Entry entry : log) {
+            if (entry.key() != null) {
+                newest.remove(entry.key());
+                newest.put(entry.key(), entry);
+            }
+        }
+        return newest.values().stream().filter(e -> e.value() != null).map(e -> transactionOf(e.key(), e.value()))
+                .toList();
+    }
+
+    /** The newest record written for a transaction, under whichever key, or null. */
+    public synchronized TerminatedTxnRecord newestRecordOf(TxnID txn) {
+        String wanted = txn.getMostSigBits() + ":" + txn.getLeastSigBits();
+        TerminatedTxnRecord found = null;
+        for (Entry entry : log) {
+            if (entry.value() != null && wanted.equals(transactionOf(entry.key(), entry.value()))) {
+                found = parse(entry.value());
+            }
+        }
+        return found;
+    }
+
     public synchronized boolean isClosed() {
         return closed;
     }
@@ -133,18 +163,34 @@ public final class InMemoryStateTopic implements StateTopic {
         return CompletableFuture.completedFuture(null);
     }
 
+    /** The transaction a record holds, as {@code <mostSigBits>:<leastSigBits>}; the key if it holds none. */
+    private static String transactionOf(String key, byte[] value) {
+        TerminatedTxnRecord record = parse(value);
+        return record == null ? key : record.getTxnidMostBits() + ":" + record.getTxnidLeastBits();
+    }
+
+    private static TerminatedTxnRecord parse(byte[] value) {
+        try {
+            TerminatedTxnRecord record = TerminatedTxnRecord.parseFrom(value);
+            return record.getFormatVersion() > 0 ? record : null;
+        } catch (InvalidProtocolBufferException e) {
+            return null;
+        }
+    }
+
     private CompletableFuture<Void> append(String key, byte[] value, String call, AtomicInteger failures) {
         CompletableFuture<Void> durable = new CompletableFuture<>();
+        String subject = value == null ? key : transactionOf(key, value);
         Runnable write = () -> {
             if (failures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                callLog.record(call + "failed " + key);
+                callLog.record(call + "failed " + subject);
                 durable.completeExceptionally(new IllegalStateException("injected state-topic write failure"));
                 return;
             }
             synchronized (this) {
                 log.add(new Entry(key, value));
             }
-            callLog.record(call + key);
+            callLog.record(call + subject);
             durable.complete(null);
         };
         synchronized (this) {
