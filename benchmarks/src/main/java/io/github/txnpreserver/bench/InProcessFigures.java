@@ -38,7 +38,7 @@ final class InProcessFigures {
         }
         long before = usedHeapAfterGc();
         KeptOutcomes kept = new KeptOutcomes(TC, outcomes, outcomes, Duration.ofHours(72).toMillis());
-        List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
         for (int i = 0; i < outcomes; i++) {
             kept.admit(new TxnID(TC, i), i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED, i,
                     kept.reserve(owners[i % clients]), vacated);
@@ -58,7 +58,7 @@ final class InProcessFigures {
     static long heapBytesUnderDistinctClients(int clients, int perCoordinatorCap) {
         long before = usedHeapAfterGc();
         KeptOutcomes kept = new KeptOutcomes(TC, 100, perCoordinatorCap, Duration.ofHours(72).toMillis());
-        List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
         for (int i = 0; i < clients; i++) {
             kept.admit(new TxnID(TC, i), Outcome.COMMITTED, i, kept.reserve("client-" + i), vacated);
             vacated.clear();

@@ -25,7 +25,8 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  *       it is the least likely to be retried.</li>
  *   <li><b>By age</b>: {@link #expire} drops outcomes kept longer than the time-to-live.</li>
  * </ul>
- * The last two leave a slot empty, and the caller deletes its key ({@link Vacated}).
+ * The last two leave a slot empty, and the caller deletes its key, guarded by a
+ * {@link SlotMark} so that a late tombstone never deletes a newer record.
  *
  * <h2>Why slots</h2>
  * A key per transaction would make every ended transaction cost a record and, once its
@@ -73,7 +74,9 @@ public final class KeptOutcomes {
             throw new IllegalArgumentException("limits must be positive");
         }
         this.coordinatorId = coordinatorId;
-        this.perClientLimit = perClientLimit;
+        // A client can never keep more than the coordinator does: more slots would only
+        // grow its slot array, never what it keeps.
+        this.perClientLimit = Math.min(perClientLimit, totalLimit);
         this.totalLimit = totalLimit;
         this.timeToLiveMillis = timeToLiveMillis;
     }
@@ -83,10 +86,11 @@ public final class KeptOutcomes {
     }
 
     /**
-     * A slot emptied by the coordinator limit or by expiry, whose key the caller deletes
-     * unless the slot has been taken again since ({@link #isTakenSince}).
+     * A client's slot as of one moment (emptied by the coordinator limit or by expiry, or
+     * written at restore), so that a write to its key can be skipped once a later record
+     * has taken the slot ({@link #isTakenSince}).
      */
-    public record Vacated(Object bucket, String owner, int slot, long writesAtVacating) {
+    public record SlotMark(Object bucket, String owner, int slot, long writesAtMark) {
     }
 
     /**
@@ -128,7 +132,7 @@ public final class KeptOutcomes {
      *     record is overwritten, the outcome not kept)
      */
     public synchronized boolean admit(TxnID txnId, Outcome outcome, long endTimeMillis, Reservation reservation,
-                                      List<Vacated> vacated) {
+                                      List<SlotMark> vacated) {
         checkCoordinator(txnId);
         Node existing = bySequence.get(txnId.getLeastSigBits());
         if (existing != null) {
@@ -158,7 +162,7 @@ public final class KeptOutcomes {
      *     an earlier restored record of the same transaction
      */
     public synchronized void restore(TxnID txnId, Outcome outcome, String owner, long endTimeMillis, int slot,
-                                     List<Vacated> vacated) {
+                                     List<SlotMark> vacated) {
         checkCoordinator(txnId);
         if (slot < 0 || slot >= perClientLimit) {
             throw new IllegalArgumentException("slot " + slot + " outside 0.." + (perClientLimit - 1));
@@ -199,8 +203,8 @@ public final class KeptOutcomes {
      *
      * @return the slots emptied
      */
-    public synchronized List<Vacated> expire(long nowMillis) {
-        List<Vacated> vacated = new ArrayList<>(0);
+    public synchronized List<SlotMark> expire(long nowMillis) {
+        List<SlotMark> vacated = new ArrayList<>(0);
         while (oldest != null && isExpired(oldest.endTimeMillis, nowMillis)) {
             vacated.add(vacate(oldest, true));
             expirations++;
@@ -208,30 +212,27 @@ public final class KeptOutcomes {
         return vacated;
     }
 
-    /**
-     * A slot found empty now (a record deleted at restore, whose outcome was never kept),
-     * for {@link #isTakenSince} to guard its tombstone.
-     */
-    public synchronized Vacated vacatedNow(String owner, int slot) {
+    /** A client's slot as of now: for the writes restore decides, sent once it is done. */
+    public synchronized SlotMark markOf(String owner, int slot) {
         Bucket bucket = bucketFor(owner);
-        return new Vacated(bucket, owner, slot, bucket == null ? 0 : bucket.writes);
+        return new SlotMark(bucket, owner, slot, bucket == null ? 0 : bucket.writes);
     }
 
     /**
-     * Whether the slot was taken by a new record after it was vacated: its key then holds
-     * that record, and a tombstone for it (a retried one) must not be written.
+     * Whether a new record took the slot after the mark: its key then holds that record,
+     * and a late write to it (a retried tombstone) must not be sent.
      */
-    public synchronized boolean isTakenSince(Vacated vacated) {
-        Bucket current = bucketFor(vacated.owner());
-        if (current == null || vacated.slot() >= perClientLimit) {
+    public synchronized boolean isTakenSince(SlotMark mark) {
+        Bucket current = bucketFor(mark.owner());
+        if (current == null || mark.slot() >= perClientLimit) {
             return false;
         }
-        if (current != vacated.bucket()) {
+        if (current != mark.bucket()) {
             // Started (again) from slot 0 since.
-            return current.writes > vacated.slot();
+            return current.writes > mark.slot();
         }
-        long writes = vacated.writesAtVacating();
-        long nextUse = writes + Math.floorMod(vacated.slot() - writes, perClientLimit);
+        long writes = mark.writesAtMark();
+        long nextUse = writes + Math.floorMod(mark.slot() - writes, perClientLimit);
         return nextUse < current.writes;
     }
 
@@ -240,6 +241,7 @@ public final class KeptOutcomes {
         return nowMillis - endTimeMillis >= timeToLiveMillis;
     }
 
+    /** Slots per client: the per-client limit, at most the per-coordinator one. */
     public int perClientLimit() {
         return perClientLimit;
     }
@@ -337,16 +339,16 @@ public final class KeptOutcomes {
         node.bucket.put(node);
     }
 
-    private void enforceTotalLimit(List<Vacated> vacated) {
+    private void enforceTotalLimit(List<SlotMark> vacated) {
         while (bySequence.size() > totalLimit) {
             vacated.add(vacate(oldest, true));
             coordinatorEvictions++;
         }
     }
 
-    private Vacated vacate(Node node, boolean forgetEmptyClient) {
+    private SlotMark vacate(Node node, boolean forgetEmptyClient) {
         Bucket bucket = node.bucket;
-        Vacated vacated = new Vacated(bucket, bucket.owner, node.slot, bucket.writes);
+        SlotMark vacated = new SlotMark(bucket, bucket.owner, node.slot, bucket.writes);
         remove(node, forgetEmptyClient);
         return vacated;
     }

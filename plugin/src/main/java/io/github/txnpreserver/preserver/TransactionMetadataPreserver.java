@@ -165,7 +165,7 @@ public final class TransactionMetadataPreserver {
      */
     public void keep(Persisted persisted) {
         KeptOutcome outcome = persisted.outcome();
-        List<KeptOutcomes.Vacated> vacated = new ArrayList<>(0);
+        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>(0);
         if (!kept.admit(outcome.txnId(), outcome.outcome(), outcome.endTimeMillis(), persisted.slot(), vacated)) {
             log.debug("Coordinator {}: the slot of {} was taken by a newer record of its client before its end"
                     + " was decided; its outcome is not kept", coordinatorId, outcome.txnId());
@@ -258,7 +258,7 @@ public final class TransactionMetadataPreserver {
         private final Map<String, ClientLayout> layouts = new HashMap<>();
         private final ClientLayout withoutOwner = new ClientLayout();
         private final List<StateWrite> writes = new ArrayList<>();
-        private final List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+        private final List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
         private final long now = clock.millis();
 
         RestorePlan(Collection<StoredRecord> survivors) {
@@ -295,15 +295,14 @@ public final class TransactionMetadataPreserver {
             int slot = layout.nextSlot++;
             restoreInto(outcome, slot);
             if (!(record.key().isSlot() && record.key().slot() == slot)) {
-                writes.add(StateWrite.record(StateRecordCodec.slotKey(outcome.owner(), slot),
-                        StateRecordCodec.encode(outcome)));
+                writes.add(StateWrite.record(outcome.owner(), slot, StateRecordCodec.encode(outcome)));
                 deleteUnlessMovedOnto(record.key(), layout);
             }
         }
 
         private void restoreInto(KeptOutcome outcome, int slot) {
             kept.restore(outcome.txnId(), outcome.outcome(), outcome.owner(), outcome.endTimeMillis(), slot, vacated);
-            for (KeptOutcomes.Vacated emptied : vacated) {
+            for (KeptOutcomes.SlotMark emptied : vacated) {
                 writes.add(StateWrite.slotTombstone(emptied.owner(), emptied.slot()));
             }
             vacated.clear();
@@ -349,12 +348,13 @@ public final class TransactionMetadataPreserver {
 
     /**
      * A state-topic write decided at restore: a record moved to a slot, or a tombstone of a
-     * slot (guarded at send, once restore is done) or of a 0.1 key.
+     * slot or of a 0.1 key. Writes to a slot are guarded, once restore is done, so that a
+     * retry never lands on a newer record that took the slot.
      */
     private record StateWrite(String key, byte[] valueOrNull, String slotOwner, int slot) {
 
-        static StateWrite record(String key, byte[] value) {
-            return new StateWrite(key, value, null, -1);
+        static StateWrite record(String owner, int slot, byte[] value) {
+            return new StateWrite(StateRecordCodec.slotKey(owner, slot), value, owner, slot);
         }
 
         static StateWrite slotTombstone(String owner, int slot) {
@@ -375,15 +375,15 @@ public final class TransactionMetadataPreserver {
     }
 
     private void send(StateWrite write) {
+        KeptOutcomes.SlotMark guard = write.slot() < 0 ? null : kept.markOf(write.slotOwner(), write.slot());
         if (write.valueOrNull() != null) {
-            writeUntilDurable(write.key(), write.valueOrNull(), FIRST_RETRY_DELAY_MILLIS);
+            writeUntilDurable(write.key(), write.valueOrNull(), guard, FIRST_RETRY_DELAY_MILLIS);
         } else {
-            KeptOutcomes.Vacated guard = write.slot() < 0 ? null : kept.vacatedNow(write.slotOwner(), write.slot());
             deleteUntilDurable(write.key(), guard, FIRST_RETRY_DELAY_MILLIS);
         }
     }
 
-    private void deleteVacated(KeptOutcomes.Vacated slot) {
+    private void deleteVacated(KeptOutcomes.SlotMark slot) {
         deleteUntilDurable(StateRecordCodec.slotKey(slot.owner(), slot.slot()), slot, FIRST_RETRY_DELAY_MILLIS);
     }
 
@@ -393,7 +393,7 @@ public final class TransactionMetadataPreserver {
      * writes that take slots: once a new record has taken it, the tombstone would delete
      * that record instead.
      */
-    private void deleteUntilDurable(String key, KeptOutcomes.Vacated guard, long nextDelayMillis) {
+    private void deleteUntilDurable(String key, KeptOutcomes.SlotMark guard, long nextDelayMillis) {
         if (closed) {
             return;
         }
@@ -412,15 +412,22 @@ public final class TransactionMetadataPreserver {
         });
     }
 
-    /** Writes a record moved at restore; nothing else writes its slot before the coordinator serves. */
-    private void writeUntilDurable(String key, byte[] value, long nextDelayMillis) {
+    /** Writes a record moved at restore, retrying with backoff until it lands or its slot is taken. */
+    private void writeUntilDurable(String key, byte[] value, KeptOutcomes.SlotMark guard, long nextDelayMillis) {
         if (closed) {
             return;
         }
-        stateTopic.write(key, value).exceptionally(error -> {
+        CompletableFuture<Void> write;
+        synchronized (writeOrder) {
+            if (kept.isTakenSince(guard)) {
+                return;
+            }
+            write = stateTopic.write(key, value);
+        }
+        write.exceptionally(error -> {
             stats.recordWriteFailures.increment();
-            retryLater("moved record under " + key, error, nextDelayMillis,
-                    () -> writeUntilDurable(key, value, Math.min(nextDelayMillis * 2, MAX_RETRY_DELAY_MILLIS)));
+            retryLater("moved record under " + key, error, nextDelayMillis, () -> writeUntilDurable(key, value, guard,
+                    Math.min(nextDelayMillis * 2, MAX_RETRY_DELAY_MILLIS)));
             return null;
         });
     }

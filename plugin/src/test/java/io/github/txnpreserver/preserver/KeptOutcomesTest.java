@@ -22,15 +22,15 @@ class KeptOutcomesTest {
     }
 
     /** A transaction's end as the preserver drives it: its record takes a slot, then it is decided. */
-    private static List<KeptOutcomes.Vacated> end(KeptOutcomes kept, long sequence, String owner, long endTime) {
-        List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+    private static List<KeptOutcomes.SlotMark> end(KeptOutcomes kept, long sequence, String owner, long endTime) {
+        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
         KeptOutcomes.Reservation slot = kept.reserve(owner);
         assertThat(kept.admit(txn(sequence), Outcome.COMMITTED, endTime, slot, vacated)).isTrue();
         return vacated;
     }
 
-    private static List<Integer> slots(List<KeptOutcomes.Vacated> vacated) {
-        return vacated.stream().map(KeptOutcomes.Vacated::slot).toList();
+    private static List<Integer> slots(List<KeptOutcomes.SlotMark> vacated) {
+        return vacated.stream().map(KeptOutcomes.SlotMark::slot).toList();
     }
 
     @Nested
@@ -98,7 +98,7 @@ class KeptOutcomesTest {
         @Test
         void aTransactionKeptInAnotherSlotMovesToItsNewestAndEmptiesTheEarlier() {
             end(kept, 1, "alice", 0);
-            List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+            List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
 
             assertThat(kept.admit(txn(1), Outcome.ABORTED, 5, kept.reserve("alice"), vacated)).isTrue();
 
@@ -154,12 +154,12 @@ class KeptOutcomesTest {
             end(kept, 2, "bob", 1);
             end(kept, 3, "alice", 2);
 
-            List<KeptOutcomes.Vacated> first = end(kept, 4, "carol", 3);
-            List<KeptOutcomes.Vacated> second = end(kept, 5, "dave", 4);
+            List<KeptOutcomes.SlotMark> first = end(kept, 4, "carol", 3);
+            List<KeptOutcomes.SlotMark> second = end(kept, 5, "dave", 4);
 
-            assertThat(first).extracting(KeptOutcomes.Vacated::owner, KeptOutcomes.Vacated::slot)
+            assertThat(first).extracting(KeptOutcomes.SlotMark::owner, KeptOutcomes.SlotMark::slot)
                     .containsExactly(org.assertj.core.groups.Tuple.tuple("alice", 0));
-            assertThat(second).extracting(KeptOutcomes.Vacated::owner).containsExactly("bob");
+            assertThat(second).extracting(KeptOutcomes.SlotMark::owner).containsExactly("bob");
             assertThat(kept.size()).isEqualTo(3);
             assertThat(kept.get(txn(3))).isNotNull();
             assertThat(kept.coordinatorEvictions()).isEqualTo(2);
@@ -174,6 +174,14 @@ class KeptOutcomesTest {
 
             assertThat(kept.size()).isEqualTo(3);
             assertThat(kept.clients()).isEqualTo(3);
+        }
+
+        @Test
+        void aClientHasNoMoreSlotsThanTheCoordinatorKeepsOutcomes() {
+            KeptOutcomes manySlots = new KeptOutcomes(TC, 1_000_000, 3, TTL);
+
+            assertThat(List.of(manySlots.reserve("alice").slot(), manySlots.reserve("alice").slot(),
+                    manySlots.reserve("alice").slot(), manySlots.reserve("alice").slot())).containsExactly(0, 1, 2, 0);
         }
 
         @Test
@@ -197,7 +205,7 @@ class KeptOutcomesTest {
             end(kept, 3, "alice", 20);
 
             assertThat(slots(kept.expire(TTL + 9))).containsExactly(0);
-            assertThat(kept.expire(TTL + 10)).extracting(KeptOutcomes.Vacated::owner).containsExactly("bob");
+            assertThat(kept.expire(TTL + 10)).extracting(KeptOutcomes.SlotMark::owner).containsExactly("bob");
             assertThat(kept.get(txn(3))).isNotNull();
             assertThat(kept.expirations()).isEqualTo(2);
         }
@@ -215,13 +223,14 @@ class KeptOutcomesTest {
     @DisplayName("vacated slots")
     class VacatedSlots {
 
-        private final KeptOutcomes kept = new KeptOutcomes(TC, 3, 2, TTL);
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 3, 3, TTL);
 
         @Test
         void areTakenAgainOnlyWhenTheClientsRecordsComeRoundToThem() {
             end(kept, 1, "alice", 0);
             end(kept, 2, "alice", 1);
-            KeptOutcomes.Vacated aliceSlot0 = end(kept, 3, "bob", 2).get(0);
+            end(kept, 3, "bob", 2);
+            KeptOutcomes.SlotMark aliceSlot0 = end(kept, 4, "carol", 3).get(0);
 
             assertThat(kept.isTakenSince(aliceSlot0)).isFalse();
             assertThat(kept.reserve("alice").slot()).isEqualTo(2);
@@ -234,7 +243,7 @@ class KeptOutcomesTest {
         void ofAForgottenClientAreTakenAgainAsItStartsOver() {
             end(kept, 1, "alice", 0);
             end(kept, 2, "alice", 1);
-            List<KeptOutcomes.Vacated> vacated = kept.expire(TTL + 1);
+            List<KeptOutcomes.SlotMark> vacated = kept.expire(TTL + 1);
 
             kept.reserve("alice");
 
@@ -262,7 +271,7 @@ class KeptOutcomesTest {
 
         @Test
         void aTransactionFoundInTwoSlotsKeepsTheLaterAndVacatesTheEarlier() {
-            List<KeptOutcomes.Vacated> vacated = new ArrayList<>();
+            List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
             kept.restore(txn(1), Outcome.ABORTED, "alice", 0, 0, vacated);
             kept.restore(txn(1), Outcome.COMMITTED, "alice", 0, 1, vacated);
 
