@@ -1,7 +1,6 @@
 package io.github.txnpreserver.it;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -34,8 +33,7 @@ public final class LocalPulsar implements AutoCloseable {
     private final int webPort;
     private final int zookeeperPort;
     private final int bookiePort;
-    private Process process;
-    private int starts;
+    private final ServiceProcess process;
 
     private LocalPulsar(Path pulsarHome, Path dir, Map<String, String> config, String jvmOptions)
             throws IOException {
@@ -48,6 +46,21 @@ public final class LocalPulsar implements AutoCloseable {
         this.webPort = ports[1];
         this.zookeeperPort = ports[2];
         this.bookiePort = ports[3];
+        this.process = new ServiceProcess("broker " + dir.getFileName(), List.of(
+                pulsarHome.resolve("bin/pulsar").toString(), "standalone",
+                "--no-stream-storage", "--no-functions-worker",
+                "--zookeeper-port", Integer.toString(zookeeperPort),
+                "--bookkeeper-port", Integer.toString(bookiePort),
+                "--zookeeper-dir", dir.resolve("zookeeper").toString(),
+                "--bookkeeper-dir", dir.resolve("bookkeeper").toString()),
+                Map.of("PULSAR_STANDALONE_USE_ZOOKEEPER", "1",
+                        "PULSAR_STANDALONE_CONF", dir.resolve("standalone.conf").toString(),
+                        "PULSAR_LOG_DIR", dir.resolve("logs").toString(),
+                        "PULSAR_MEM", HEAP,
+                        "PULSAR_GC", "-XX:+UseSerialGC",
+                        "PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + dir.resolve("tmp")
+                                + " -Dzookeeper.admin.enableServer=false " + jvmOptions),
+                dir.resolve("broker.out"), brokerPort, webPort, zookeeperPort, bookiePort);
     }
 
     /**
@@ -105,7 +118,7 @@ public final class LocalPulsar implements AutoCloseable {
     }
 
     public Path logFile() {
-        return dir.resolve("broker.out");
+        return process.logFile();
     }
 
     public long pid() {
@@ -113,66 +126,30 @@ public final class LocalPulsar implements AutoCloseable {
     }
 
     public boolean isRunning() {
-        return process != null && process.isAlive();
+        return process.isAlive();
     }
 
     /** Starts the broker (again) on the same ports and data, and waits until it is healthy. */
     public void start() throws IOException, InterruptedException {
-        requirePortsFree();
         Files.createDirectories(dir.resolve("tmp"));
-        Path conf = writeConfig();
-        ProcessBuilder builder = new ProcessBuilder(pulsarHome.resolve("bin/pulsar").toString(), "standalone",
-                "--no-stream-storage", "--no-functions-worker",
-                "--zookeeper-port", Integer.toString(zookeeperPort),
-                "--bookkeeper-port", Integer.toString(bookiePort),
-                "--zookeeper-dir", dir.resolve("zookeeper").toString(),
-                "--bookkeeper-dir", dir.resolve("bookkeeper").toString());
-        Map<String, String> env = builder.environment();
-        env.put("PULSAR_STANDALONE_USE_ZOOKEEPER", "1");
-        env.put("PULSAR_STANDALONE_CONF", conf.toString());
-        env.put("PULSAR_LOG_DIR", dir.resolve("logs").toString());
-        env.put("PULSAR_MEM", HEAP);
-        env.put("PULSAR_GC", "-XX:+UseSerialGC");
-        env.put("PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + dir.resolve("tmp")
-                + " -Dzookeeper.admin.enableServer=false " + jvmOptions);
-        builder.redirectErrorStream(true);
-        builder.redirectOutput(ProcessBuilder.Redirect.appendTo(logFile().toFile()));
-        starts++;
-        Files.writeString(logFile(), "\n===== start " + starts + " at " + Instant.now() + " =====\n",
-                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
-        process = builder.start();
-        Process started = process;
-        // A test JVM that dies must not leave a broker behind.
-        Runtime.getRuntime().addShutdownHook(new Thread(started::destroyForcibly, "kill-broker-" + started.pid()));
+        writeConfig();
+        process.start();
         awaitHealthy();
     }
 
     /** Waits for the broker JVM to exit by itself (a crash); true if it did within the timeout. */
     public boolean awaitExit(Duration timeout) throws InterruptedException {
-        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        return process.awaitExit(timeout);
     }
 
     /** kill -9 of the broker JVM; returns once the process is gone and its ports are free. */
     public void kill() throws InterruptedException {
-        if (process == null) {
-            return;
-        }
-        process.destroyForcibly();
-        process.waitFor(30, TimeUnit.SECONDS);
-        awaitPortsFree();
+        process.kill();
     }
 
     /** A clean stop (SIGTERM), forced after 60 s. */
     public void stop() throws InterruptedException {
-        if (process == null || !process.isAlive()) {
-            return;
-        }
-        process.destroy();
-        if (!process.waitFor(60, TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            process.waitFor(30, TimeUnit.SECONDS);
-        }
-        awaitPortsFree();
+        process.stop();
     }
 
     /**
@@ -214,7 +191,7 @@ public final class LocalPulsar implements AutoCloseable {
         stop();
     }
 
-    private Path writeConfig() throws IOException {
+    private void writeConfig() throws IOException {
         Map<String, String> keys = new LinkedHashMap<>();
         keys.put("bindAddress", "127.0.0.1");
         keys.put("advertisedAddress", "127.0.0.1");
@@ -228,24 +205,19 @@ public final class LocalPulsar implements AutoCloseable {
         lines.add("");
         lines.add("# ---- test broker " + dir.getFileName() + " ----");
         keys.forEach((key, value) -> lines.add(key + "=" + value));
-        Path conf = dir.resolve("standalone.conf");
-        Files.write(conf, lines);
-        return conf;
+        Files.write(dir.resolve("standalone.conf"), lines);
     }
 
-    private void awaitHealthy() throws InterruptedException, IOException {
+    private void awaitHealthy() throws InterruptedException {
         Instant deadline = Instant.now().plus(START_TIMEOUT);
         while (Instant.now().isBefore(deadline)) {
-            if (!process.isAlive()) {
-                throw new IllegalStateException("Broker exited with " + process.exitValue() + " during start; log: "
-                        + logFile() + "\n" + tail(40));
-            }
+            process.requireAlive();
             if (healthy() && namespacesReady()) {
                 return;
             }
             Thread.sleep(500);
         }
-        process.destroyForcibly();
+        process.kill();
         throw new IllegalStateException("Broker not healthy within " + START_TIMEOUT + "; log: " + logFile()
                 + "\n" + tail(40));
     }
@@ -273,20 +245,6 @@ public final class LocalPulsar implements AutoCloseable {
 
     /** The last lines of the broker's output, for failure messages. */
     public String tail(int lines) {
-        try {
-            List<String> all = Files.readAllLines(logFile());
-            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    private void requirePortsFree() {
-        Ports.requireFree(brokerPort, webPort, zookeeperPort, bookiePort);
-    }
-
-    private void awaitPortsFree() throws InterruptedException {
-        Ports.awaitFree(Duration.ofSeconds(30), "broker " + process.pid(), brokerPort, webPort, zookeeperPort,
-                bookiePort);
+        return process.tail(lines);
     }
 }

@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One {@code bin/pulsar <command>} process of the distribution (ZooKeeper, a bookie, a
- * broker), with its own log and ports. {@code bin/pulsar} execs java, so the PID is the
+ * broker, a standalone), with its own log and ports. {@code bin/pulsar} execs java, so the PID is the
  * JVM's own: kill, pause and resume act on the service itself, never on anything by name.
  */
 public final class ServiceProcess {
@@ -64,6 +64,11 @@ public final class ServiceProcess {
             throw new IllegalStateException(this + " exited with " + process.exitValue() + "; log: " + logFile
                     + "\n" + tail(40));
         }
+    }
+
+    /** Waits for the process to exit by itself (a crash); true if it did within the timeout. */
+    public boolean awaitExit(Duration timeout) throws InterruptedException {
+        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** kill -9; returns once the process is gone and its ports are free. */

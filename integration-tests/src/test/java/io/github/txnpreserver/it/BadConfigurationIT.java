@@ -19,7 +19,7 @@ class BadConfigurationIT {
     void stopsTheBrokerAtStartWithAMessageNamingTheKeyAndTheValue(String key, String value) {
         assertThatThrownBy(() -> LocalPulsar.start("bad-config", Map.of(key, value)).close())
                 .isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("Broker exited")
+                .hasMessageContaining("exited with")
                 .hasMessageContaining("Invalid broker configuration " + key + "=" + value);
     }
 }
