@@ -3,7 +3,7 @@
 #   benchmarks/run.sh              full run (about 30 minutes on 2 cores)
 #   benchmarks/run.sh --quick      a short run to check the setup
 #   benchmarks/run.sh --rounds 3   more alternating rounds
-# The last line printed is: RESULT p50_ratio=... (see benchmarks/README.md).
+# The last line printed is: RESULT p50_ratio=... (see the Performance section of README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mvn -B -q -DskipTests package
