@@ -2,6 +2,7 @@ package io.github.txnpreserver.broker;
 
 import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
@@ -22,14 +23,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * @param clock wall clock for end times and expiry
  * @param endRequester ends a transaction through the broker's end-transaction chain
  * @param preservers the preservers of the coordinators this broker serves, by coordinator id
+ * @param budget the memory bound shared by those coordinators
  */
 public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock,
                             StuckTransactionRedriver.EndRequester endRequester,
-                            Map<Long, TransactionMetadataPreserver> preservers) {
+                            Map<Long, TransactionMetadataPreserver> preservers, OutcomeMemoryBudget budget) {
 
     public BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock,
                          StuckTransactionRedriver.EndRequester endRequester) {
-        this(config, stateTopics, clock, endRequester, new ConcurrentHashMap<>());
+        this(config, stateTopics, clock, endRequester, new ConcurrentHashMap<>(),
+                new OutcomeMemoryBudget(config.maxMemoryBytes()));
     }
 
     private static volatile BrokerContext current;

@@ -5,6 +5,8 @@ import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
 import io.netty.util.Timer;
 import java.lang.reflect.Field;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -68,61 +70,63 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                     maxActiveTransactionsPerCoordinator, txnLogBufferedWriterConfig, timer);
         }
         return context.stateTopics().open(tcId.getId())
-                .thenCompose(stateTopic -> restorePreserver(context, tcId, stateTopic))
-                .thenCompose(preserver -> openPreservingStore(tcId, managedLedgerFactory, managedLedgerConfig,
-                        timeoutTracker, recoverTracker, maxActiveTransactionsPerCoordinator,
-                        txnLogBufferedWriterConfig, timer, preserver,
-                        () -> context.preservers().remove(tcId.getId(), preserver))
-                        .thenApply(store -> {
-                            ((PreservingTransactionMetadataStore) store).startCleanup(context.endRequester(),
-                                    context.config().stuckRedriveAfter(), context.clock());
-                            context.preservers().put(tcId.getId(), preserver);
-                            return store;
-                        }));
+                .thenCompose(stateTopic -> openPreservingStore(context, tcId, stateTopic, managedLedgerFactory,
+                        managedLedgerConfig, timeoutTracker, recoverTracker, maxActiveTransactionsPerCoordinator,
+                        txnLogBufferedWriterConfig, timer));
     }
 
-    private CompletableFuture<TransactionMetadataPreserver> restorePreserver(BrokerContext context,
-                                                                             TransactionCoordinatorID tcId,
-                                                                             StateTopic stateTopic) {
+    /**
+     * Opens the transaction log, starts reading the state topic in the background (blocks up
+     * to the log's highest sequence are not written until it is done; lookups of ended
+     * transactions wait for it), then replays the log as the stock store does: the
+     * coordinator serves new transactions at once, however many outcomes it keeps.
+     */
+    private CompletableFuture<TransactionMetadataStore> openPreservingStore(
+            BrokerContext context, TransactionCoordinatorID tcId, StateTopic stateTopic,
+            ManagedLedgerFactory managedLedgerFactory, ManagedLedgerConfig managedLedgerConfig,
+            TransactionTimeoutTracker timeoutTracker, TransactionRecoverTracker recoverTracker,
+            long maxActiveTransactionsPerCoordinator, TxnLogBufferedWriterConfig txnLogBufferedWriterConfig,
+            Timer timer) {
         ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
             Thread thread = new Thread(runnable, "txn-preserver-" + tcId.getId());
             thread.setDaemon(true);
             return thread;
         });
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(tcId.getId(), context.config(),
-                stateTopic, context.clock(), executor);
-        return preserver.restore()
-                .thenApply(ignored -> preserver)
-                .whenComplete((ignored, error) -> {
-                    if (error != null) {
-                        log.error("Coordinator {}: could not restore kept transaction outcomes from {}",
-                                tcId.getId(), stateTopic, error);
-                        preserver.closeAsync();
-                    }
-                });
-    }
-
-    private CompletableFuture<TransactionMetadataStore> openPreservingStore(
-            TransactionCoordinatorID tcId, ManagedLedgerFactory managedLedgerFactory,
-            ManagedLedgerConfig managedLedgerConfig, TransactionTimeoutTracker timeoutTracker,
-            TransactionRecoverTracker recoverTracker, long maxActiveTransactionsPerCoordinator,
-            TxnLogBufferedWriterConfig txnLogBufferedWriterConfig, Timer timer,
-            TransactionMetadataPreserver preserver, Runnable onClosed) {
+                stateTopic, context.clock(), executor, context.budget());
         MLTransactionSequenceIdGenerator sequenceIdGenerator = new MLTransactionSequenceIdGenerator();
         managedLedgerConfig.setManagedLedgerInterceptor(sequenceIdGenerator);
         MLTransactionLogImpl txnLog = new MLTransactionLogImpl(tcId, managedLedgerFactory, managedLedgerConfig,
                 txnLogBufferedWriterConfig, timer, stockBufferedWriterMetrics());
         return txnLog.initialize()
-                .thenCompose(ignored -> new PreservingTransactionMetadataStore(tcId, txnLog, timeoutTracker,
-                        sequenceIdGenerator, maxActiveTransactionsPerCoordinator, preserver, onClosed)
-                        .init(recoverTracker))
+                .thenCompose(ignored -> {
+                    preserver.startRestore(highestSequence(sequenceIdGenerator));
+                    return new PreservingTransactionMetadataStore(tcId, txnLog, timeoutTracker, sequenceIdGenerator,
+                            maxActiveTransactionsPerCoordinator, preserver,
+                            () -> context.preservers().remove(tcId.getId(), preserver))
+                            .init(recoverTracker);
+                })
                 .whenComplete((store, error) -> {
                     if (error != null) {
+                        log.error("Coordinator {}: could not open", tcId.getId(), error);
                         preserver.closeAsync();
                     } else {
                         preserver.start();
+                        ((PreservingTransactionMetadataStore) store).startCleanup(context.endRequester(),
+                                context.config().stuckRedriveAfter(), context.clock());
+                        context.preservers().put(tcId.getId(), preserver);
                     }
                 });
+    }
+
+    /**
+     * The highest sequence id the opened log has allocated. The generator's getter is
+     * package-private; the properties it writes at ledger roll-over are its public view.
+     */
+    static long highestSequence(MLTransactionSequenceIdGenerator generator) {
+        Map<String, String> properties = new HashMap<>();
+        generator.onUpdateManagedLedgerInfo(properties);
+        return Long.parseLong(properties.get(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID));
     }
 
     /**

@@ -17,7 +17,8 @@ public record PreserverConfig(
         int maxKeptPerCoordinator,
         Duration persistTime,
         Duration expireCheckInterval,
-        Duration stuckRedriveAfter) {
+        Duration stuckRedriveAfter,
+        long maxMemoryBytes) {
 
     /** How many ended transactions are kept per client; 0 turns the plugin into a pass-through. */
     public static final String PERSIST_COUNT = "transactionMetaPersistCount";
@@ -26,10 +27,17 @@ public record PreserverConfig(
     /** How often expiry runs. */
     public static final String EXPIRE_CHECK_INTERVAL_IN_SECOND = "transactionMetaExpireCheckIntervalInSecond";
     /**
-     * Cap on outcomes kept by one coordinator across all clients. PIP-255 bounds memory per
-     * client only, so many distinct clients could exhaust the heap; this bounds it per coordinator.
+     * Cap on the outcomes one coordinator keeps by the per-client floor (each client's newest
+     * {@link #PERSIST_COUNT}), across all clients, so that many distinct clients cannot
+     * exhaust the heap through the floor.
      */
     public static final String MAX_KEPT_PER_COORDINATOR = "transactionMetaPersistMaxCountPerCoordinator";
+    /**
+     * Heap the kept outcomes of all the coordinators of one broker may use, in MiB. When the
+     * retention time would need more, the oldest outcomes go first (the per-client floor
+     * excepted).
+     */
+    public static final String MAX_MEMORY_IN_MB = "transactionMetaPersistMaxMemoryInMB";
     /**
      * How long a transaction may stay COMMITTING/ABORTING with no end step in flight before
      * the plugin re-drives its end in the background (stock Pulsar waits for a client retry
@@ -42,6 +50,16 @@ public record PreserverConfig(
     public static final long DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND = 300;
     public static final int DEFAULT_MAX_KEPT_PER_COORDINATOR = 100_000;
     public static final long DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND = 60;
+    /** 64 MiB: about 20 M outcomes without owners, 12 M with many owner roles (docs/DESIGN.md). */
+    public static final long DEFAULT_MAX_MEMORY_IN_MB = 64;
+    private static final long MIB = 1024 * 1024;
+
+    /** Settings with the default memory bound. */
+    public PreserverConfig(int persistCountPerClient, int maxKeptPerCoordinator, Duration persistTime,
+                           Duration expireCheckInterval, Duration stuckRedriveAfter) {
+        this(persistCountPerClient, maxKeptPerCoordinator, persistTime, expireCheckInterval, stuckRedriveAfter,
+                DEFAULT_MAX_MEMORY_IN_MB * MIB);
+    }
 
     public PreserverConfig {
         requireAtLeast(PERSIST_COUNT, persistCountPerClient, 0);
@@ -56,6 +74,9 @@ public record PreserverConfig(
         if (stuckRedriveAfter.isNegative() || stuckRedriveAfter.isZero()) {
             throw new InvalidConfigException(STUCK_REDRIVE_AFTER_IN_SECOND, stuckRedriveAfter.toSeconds(),
                     "must be at least 1");
+        }
+        if (maxMemoryBytes < MIB) {
+            throw new InvalidConfigException(MAX_MEMORY_IN_MB, maxMemoryBytes / MIB, "must be at least 1");
         }
     }
 
@@ -73,8 +94,9 @@ public record PreserverConfig(
                 1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
         long stuckSeconds = readLong(properties, STUCK_REDRIVE_AFTER_IN_SECOND, DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND,
                 1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
+        long memoryMb = readLong(properties, MAX_MEMORY_IN_MB, DEFAULT_MAX_MEMORY_IN_MB, 1, Long.MAX_VALUE / MIB);
         return new PreserverConfig(count, maxKept, persistTime, Duration.ofSeconds(seconds),
-                Duration.ofSeconds(stuckSeconds));
+                Duration.ofSeconds(stuckSeconds), memoryMb * MIB);
     }
 
     /** Whether outcomes are kept at all; when not, the coordinator is the stock one. */

@@ -52,7 +52,14 @@ public final class PreserverMetrics extends Collector {
         Family lookups = new Family("pulsar_txn_preserver_kept_lookups_total", Type.COUNTER,
                 "Transaction lookups answered from a kept outcome (retries, matching or conflicting, and admin)");
         Family evictions = new Family("pulsar_txn_preserver_evictions_total", Type.COUNTER,
-                "Kept outcomes dropped to respect a count limit, by limit");
+                "Kept outcomes dropped before their time-to-live, by limit (memory: the broker's memory bound;"
+                        + " floor: the per-coordinator cap of the per-client floor)");
+        Family window = new Family("pulsar_txn_preserver_window_seconds", Type.GAUGE,
+                "Age of the oldest outcome kept in the window (per-client floor entries past it not counted)");
+        Family memory = new Family("pulsar_txn_preserver_kept_bytes", Type.GAUGE,
+                "Heap the coordinator's kept outcomes use");
+        Family floor = new Family("pulsar_txn_preserver_floor_outcomes", Type.GAUGE,
+                "Outcomes kept by the per-client floor (each client's newest transactionMetaPersistCount)");
         Family expirations = new Family("pulsar_txn_preserver_expirations_total", Type.COUNTER,
                 "Kept outcomes dropped by age");
         Family writes = new Family("pulsar_txn_preserver_state_write_latency_seconds", Type.HISTOGRAM,
@@ -80,8 +87,11 @@ public final class PreserverMetrics extends Collector {
             answered.add(labels, "outcome", "committed", stats.retriesAnsweredCommitted.sum());
             answered.add(labels, "outcome", "aborted", stats.retriesAnsweredAborted.sum());
             lookups.add(labels, stats.keptLookups.sum());
-            evictions.add(labels, "limit", "client", outcomes.perClientEvictions());
-            evictions.add(labels, "limit", "coordinator", outcomes.coordinatorEvictions());
+            evictions.add(labels, "limit", "memory", outcomes.memoryEvictions());
+            evictions.add(labels, "limit", "floor", outcomes.floorEvictions());
+            window.add(labels, outcomes.windowMillis(System.currentTimeMillis()) / 1000.0);
+            memory.add(labels, outcomes.bytes());
+            floor.add(labels, outcomes.floorSize());
             expirations.add(labels, outcomes.expirations());
             writes.addHistogram(labels, stats.stateWriteLatency);
             writeFailures.add(labels, stats.recordWriteFailures.sum());
@@ -92,7 +102,8 @@ public final class PreserverMetrics extends Collector {
             redrives.add(labels, stats.stuckRedrives.sum());
         }
         List<MetricFamilySamples> families = new ArrayList<>();
-        for (Family family : List.of(kept, clients, answered, lookups, evictions, expirations, writes,
+        for (Family family : List.of(kept, clients, answered, lookups, evictions, window, memory, floor, expirations,
+                writes,
                 writeFailures, tombstoneRetries, malformed, restoreSeconds, restoreRecords, redrives)) {
             families.add(family.build());
         }

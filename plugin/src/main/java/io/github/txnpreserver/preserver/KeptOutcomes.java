@@ -1,184 +1,198 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.statetopic.ChunkRecord;
+import it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap;
+import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
+import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
+import it.unimi.dsi.fastutil.longs.Long2LongMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.objects.ObjectIterator;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
- * The outcomes one coordinator keeps in memory, bounded three ways, and the slots they
- * occupy in the state topic.
+ * The outcomes one coordinator keeps, and which of its state-topic blocks must be written.
  *
  * <h2>Policy</h2>
  * <ul>
- *   <li><b>Per client</b>: each owner role (all transactions without an owner share one)
- *       has {@code perClientLimit} slots, used round-robin. A transaction whose end starts
- *       takes the client's next slot ({@link #reserve}) and its record overwrites that
- *       slot's key in the state topic, so the outcome that held the slot, the client's
- *       oldest, is evicted then, from memory as from the topic, with no tombstone. A client
- *       retries only its most recent transactions.</li>
- *   <li><b>Per coordinator</b>: at most {@code totalLimit} outcomes in all, so that many
- *       distinct clients cannot exhaust the heap. The globally oldest outcome goes first:
- *       it is the least likely to be retried.</li>
- *   <li><b>By age</b>: {@link #expire} drops outcomes kept longer than the time-to-live.</li>
+ *   <li><b>By time</b>: every decided outcome is kept until its time-to-live
+ *       ({@link #expire}).</li>
+ *   <li><b>By memory</b>: the broker's memory bound ({@link OutcomeMemoryBudget}) drops
+ *       whole blocks, least recently written first ({@link #evictOldest}): with sequence ids
+ *       allocated consecutively, that is the oldest outcomes first.</li>
+ *   <li><b>Per-client floor</b> ({@link ClientFloor}): each client's newest
+ *       {@code perClient} decided outcomes survive the memory bound (not their
+ *       time-to-live), so that a busy role cannot push a quiet role's recent outcomes out.</li>
  * </ul>
- * The last two leave a slot empty, and the caller deletes its key, guarded by a
- * {@link SlotMark} so that a late tombstone never deletes a newer record.
  *
- * <h2>Why slots</h2>
- * A key per transaction would make every ended transaction cost a record and, once its
- * client is at its limit, a tombstone for the outcome it evicts: two state-topic messages
- * (two produces through the broker, two entries for compaction to read). A key per client
- * slot makes it one, and the bytes per transaction still do not depend on the limit.
+ * <h2>Structure</h2>
+ * Outcomes live in {@link OutcomeBlock}s of 256 consecutive sequences (2 bits, a 16-bit
+ * time offset and, with several owners, a 16-bit owner id each), indexed by block and
+ * linked in the order they were last written. A block is also the state topic's unit: a
+ * change to a block marks it dirty with a new generation, and the writer sends each dirty
+ * block whole ({@link #drainDirty}), so that the newest value of a block's key is its
+ * state. A block dropped from memory is deleted from the topic (a tombstone), unless floor
+ * entries still live in its record.
  *
- * <p>Slots are taken when a record is written, which is when the end starts, not when it
- * is decided; so a client's slots hold its newest ended <em>and ending</em> transactions.
- * With more transactions of one client ending at once than it has slots, a decided
- * outcome can lose its slot to a later one before it is admitted: it is then not kept
- * ({@link #admit} returns false), as the per-key design would have evicted it at once.
+ * <h2>The record of an ending transaction</h2>
+ * A transaction's end writes its block as soon as the end starts ({@link #writeSpeculative},
+ * in parallel with the finishing log entry), and again only if the decided outcome differs
+ * ({@link #decide}). Once decided, nothing changes the transaction's entry until it ends
+ * ({@link #ended}): a losing end towards the other outcome writes nothing, and a retried
+ * terminal step waits for the same record. An entry is consulted for lookups only once the
+ * live store no longer has the transaction, which happens after its terminal entry, after
+ * its decided record was durable: so a lookup never sees a speculative entry.
  *
- * <h2>Why this shape</h2>
- * Outcomes are admitted in end order, so one doubly-linked list in admission order holds
- * them all, oldest first, for the coordinator limit and expiry; each client's slots are an
- * array grown up to its limit. Every operation is O(1). Entries are intrusive nodes indexed
- * by a primitive-keyed map (the coordinator id is the same for all its transactions) to
- * keep the heap cost per outcome small; the owner string is held once per client.
- *
- * <p>Thread-safe: lookups come from Netty and Jetty threads, reservations and admissions
- * from store and client threads. Every operation is short and O(1), so one monitor costs
- * less than the bookkeeping of a concurrent structure would.
+ * <p>Thread-safe: lookups come from Netty and Jetty threads, ends from store and client
+ * threads. Every operation but restore's merge and expiry touches one block, so one monitor
+ * costs less than the bookkeeping of a concurrent structure would.
  */
 public final class KeptOutcomes {
 
-    private static final int INITIAL_SLOTS = 4;
+    /** End times are stored as seconds since this instant (2020-01-01T00:00:00Z). */
+    public static final long TIME_EPOCH_MILLIS = 1_577_836_800_000L;
+    private static final int BYTES_PER_PENDING = 64;
+    private static final int BYTES_PER_DIRTY = 32;
+    private static final int BYTES_PER_FLOOR_ONLY_BLOCK = 24;
 
     private final long coordinatorId;
-    private final int perClientLimit;
-    private final int totalLimit;
     private final long timeToLiveMillis;
-
-    private final Long2ObjectOpenHashMap<Node> bySequence = new Long2ObjectOpenHashMap<>();
-    private final Map<String, Bucket> byOwner = new HashMap<>();
-    private Bucket withoutOwner;
-    private Node oldest;
-    private Node newest;
-    private long perClientEvictions;
-    private long coordinatorEvictions;
+    private final int perClient;
+    private final Long2ObjectOpenHashMap<OutcomeBlock> blocks = new Long2ObjectOpenHashMap<>();
+    private OutcomeBlock oldest;
+    private OutcomeBlock newest;
+    private final OwnerIds owners = new OwnerIds();
+    private final ClientFloor floor;
+    /** Blocks no longer in memory whose state-topic record still holds floor entries: how many. */
+    private final Long2IntOpenHashMap floorOnlyBlocks = new Long2IntOpenHashMap();
+    private final Long2ObjectOpenHashMap<Pending> pending = new Long2ObjectOpenHashMap<>();
+    private final Long2LongLinkedOpenHashMap dirty = new Long2LongLinkedOpenHashMap();
+    private long generation;
+    private long blockBytes;
+    private long blockOutcomes;
+    private volatile long bytes;
+    private long memoryEvictions;
     private long expirations;
+    private int droppedThroughTime = Integer.MIN_VALUE;
+    private boolean restoring;
+    private long restoreFrontierBlock = -1;
 
-    public KeptOutcomes(long coordinatorId, int perClientLimit, int totalLimit, long timeToLiveMillis) {
-        if (perClientLimit < 1 || totalLimit < 1 || timeToLiveMillis < 1) {
+    /**
+     * @param perClient the floor: each client's newest outcomes kept past the memory bound
+     * @param floorCap at most this many floor entries in all
+     */
+    public KeptOutcomes(long coordinatorId, int perClient, int floorCap, long timeToLiveMillis) {
+        if (perClient < 1 || floorCap < 1 || timeToLiveMillis < 1) {
             throw new IllegalArgumentException("limits must be positive");
         }
         this.coordinatorId = coordinatorId;
-        // A client can never keep more than the coordinator does: more slots would only
-        // grow its slot array, never what it keeps.
-        this.perClientLimit = Math.min(perClientLimit, totalLimit);
-        this.totalLimit = totalLimit;
+        this.perClient = perClient;
+        this.floor = new ClientFloor(perClient, floorCap);
         this.timeToLiveMillis = timeToLiveMillis;
+        floorOnlyBlocks.defaultReturnValue(0);
     }
 
-    /** A slot taken for a record being written; {@link #admit} checks it is still the record's. */
-    public record Reservation(Object bucket, String owner, int slot, long writeIndex) {
+    /** A block to send: its state as of {@code generation}, or null to delete its key. */
+    public record BlockWrite(long blockIndex, long generation, ChunkRecord recordOrNull) {
     }
 
-    /**
-     * A client's slot as of one moment (emptied by the coordinator limit or by expiry, or
-     * written at restore), so that a write to its key can be skipped once a later record
-     * has taken the slot ({@link #isTakenSince}).
-     */
-    public record SlotMark(Object bucket, String owner, int slot, long writesAtMark) {
+    /** What an end in progress last wrote for its transaction. */
+    private static final class Pending {
+        Outcome outcome;
+        boolean decided;
+        long generation;
     }
 
-    /**
-     * Takes the client's next slot for a record about to be written, evicting the outcome
-     * that held it: the record overwrites it in the state topic.
-     */
-    public synchronized Reservation reserve(String owner) {
-        Bucket bucket = bucketOf(owner);
-        long writeIndex = bucket.writes++;
-        int slot = (int) (writeIndex % perClientLimit);
-        Node occupant = bucket.at(slot);
-        if (occupant != null) {
-            remove(occupant, false);
-            perClientEvictions++;
-        }
-        return new Reservation(bucket, owner, slot, writeIndex);
+    /** The stored form of a wall-clock time: whole seconds since 2020, rounded up (never expires early). */
+    public static int storedSecond(long millis) {
+        long seconds = Math.floorDiv(millis - TIME_EPOCH_MILLIS + 999, 1000);
+        return (int) Math.max(0, Math.min(Integer.MAX_VALUE, seconds));
     }
 
-    /**
-     * Whether a reservation's slot is still the record's: no later record of the client has
-     * taken it. A rewrite of the same transaction reuses such a slot, so that it overwrites
-     * the record it supersedes.
-     */
-    public synchronized boolean isCurrent(Reservation reservation) {
-        Bucket current = bucketFor(reservation.owner());
-        return current == reservation.bucket() && current.writes <= reservation.writeIndex() + perClientLimit;
+    public static long millisOf(int storedSecond) {
+        return TIME_EPOCH_MILLIS + 1000L * storedSecond;
+    }
+
+    /** The block of 256 sequences a sequence id belongs to: also its state-topic key. */
+    public static long blockOf(long sequence) {
+        return OutcomeBlock.indexOf(sequence);
     }
 
     /**
-     * Keeps a decided outcome whose record is durable in its reserved slot.
+     * The record of an end that starts: the transaction's block is written with this
+     * outcome, before the decision is durable. Does nothing once the transaction's outcome
+     * is decided (a losing end racing the winner must not write after it).
      *
-     * <p>A transaction already kept in another slot (a stale record restored for a
-     * transaction that then ended) leaves that slot, which the caller deletes: a
-     * transaction is kept in one slot, its newest.
-     *
-     * @param vacated receives the slots emptied: the transaction's earlier slot and those
-     *     the coordinator limit evicts
-     * @return false if the slot was taken by a later record before this admission (the
-     *     record is overwritten, the outcome not kept)
+     * @return the generation whose durability makes the record durable, or -1 if nothing was written
      */
-    public synchronized boolean admit(TxnID txnId, Outcome outcome, long endTimeMillis, Reservation reservation,
-                                      List<SlotMark> vacated) {
-        checkCoordinator(txnId);
-        Node existing = bySequence.get(txnId.getLeastSigBits());
-        if (existing != null) {
-            vacated.add(vacate(existing, false));
+    public synchronized long writeSpeculative(TxnID txnId, Outcome outcome, String owner, long nowMillis) {
+        long sequence = sequenceOf(txnId);
+        Pending end = pending.get(sequence);
+        if (end != null && end.decided) {
+            return -1;
         }
-        Bucket bucket = homeOf(reservation);
-        if (bucket == null) {
-            perClientEvictions++;
-            Bucket current = bucketFor(reservation.owner());
-            if (current != null && current.size == 0) {
-                forget(current);
+        long written = put(sequence, outcome == Outcome.COMMITTED, storedSecond(nowMillis), owners.idOf(owner));
+        if (end == null) {
+            end = pin(sequence);
+        }
+        end.outcome = outcome;
+        end.generation = written;
+        publish();
+        return written;
+    }
+
+    /**
+     * The decided outcome of an end whose finishing entry is durable: written unless its
+     * speculative record already says it, and admitted to its client's floor. Called again
+     * (a retried terminal step), it writes nothing and returns the same generation.
+     *
+     * @return the generation whose durability makes the decided record durable
+     */
+    public synchronized long decide(TxnID txnId, Outcome outcome, String owner, long nowMillis) {
+        long sequence = sequenceOf(txnId);
+        Pending end = pending.get(sequence);
+        if (end != null && end.decided) {
+            return end.generation;
+        }
+        int ownerId = owners.idOf(owner);
+        long written = end != null && end.outcome == outcome ? end.generation
+                : put(sequence, outcome == Outcome.COMMITTED, storedSecond(nowMillis), ownerId);
+        if (end == null) {
+            end = pin(sequence);
+        }
+        end.outcome = outcome;
+        end.decided = true;
+        end.generation = written;
+        OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
+        int offset = OutcomeBlock.offsetOf(sequence);
+        if (floor.add(sequence, block.owner(offset), block.time(offset), outcome == Outcome.COMMITTED,
+                this::floorEntryRemoved)) {
+            owners.retain(block.owner(offset));
+        }
+        publish();
+        return written;
+    }
+
+    /** The transaction's terminal entry is durable: its entry may now be dropped like any other. */
+    public synchronized void ended(TxnID txnId) {
+        long sequence = sequenceOf(txnId);
+        if (pending.remove(sequence) != null) {
+            OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
+            if (block != null) {
+                block.pins--;
             }
-            return false;
+            publish();
         }
-        place(new Node(txnId.getLeastSigBits(), outcome == Outcome.COMMITTED, endTimeMillis, bucket,
-                reservation.slot()));
-        enforceTotalLimit(vacated);
-        return true;
     }
 
-    /**
-     * Keeps an outcome restored from the state topic in the given slot, as the newest so
-     * far; the client's next record goes to the slot after it. Restored outcomes must come
-     * in log order.
-     *
-     * @param vacated receives the slots emptied by the coordinator limit, and the slot of
-     *     an earlier restored record of the same transaction
-     */
-    public synchronized void restore(TxnID txnId, Outcome outcome, String owner, long endTimeMillis, int slot,
-                                     List<SlotMark> vacated) {
-        checkCoordinator(txnId);
-        if (slot < 0 || slot >= perClientLimit) {
-            throw new IllegalArgumentException("slot " + slot + " outside 0.." + (perClientLimit - 1));
-        }
-        Node earlier = bySequence.get(txnId.getLeastSigBits());
-        if (earlier != null) {
-            vacated.add(vacate(earlier, true));
-        }
-        Bucket bucket = bucketOf(owner);
-        Node occupant = bucket.at(slot);
-        if (occupant != null) {
-            remove(occupant, false);
-        }
-        bucket.writes = slot + 1;
-        place(new Node(txnId.getLeastSigBits(), outcome == Outcome.COMMITTED, endTimeMillis, bucket, slot));
-        enforceTotalLimit(vacated);
+    /** Whether the state of a sequence's block as of {@code generation} is durable. */
+    public synchronized boolean isDurable(long sequence, long generation) {
+        OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
+        return block != null && block.durableGeneration >= generation;
     }
 
     /** The kept outcome of a transaction, or null. */
@@ -186,89 +200,216 @@ public final class KeptOutcomes {
         if (txnId.getMostSigBits() != coordinatorId) {
             return null;
         }
-        Node node = bySequence.get(txnId.getLeastSigBits());
-        if (node == null) {
+        long sequence = txnId.getLeastSigBits();
+        OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
+        int offset = OutcomeBlock.offsetOf(sequence);
+        if (block != null && block.has(offset)) {
+            return new KeptOutcome(txnId, block.committed(offset) ? Outcome.COMMITTED : Outcome.ABORTED,
+                    owners.nameOf(block.owner(offset)), millisOf(block.time(offset)));
+        }
+        long packed = floor.get(sequence, -1);
+        if (packed == -1) {
             return null;
         }
-        return new KeptOutcome(txnId, node.committed ? Outcome.COMMITTED : Outcome.ABORTED,
-                node.bucket.owner, node.endTimeMillis);
+        return new KeptOutcome(txnId, ClientFloor.committedOf(packed) ? Outcome.COMMITTED : Outcome.ABORTED,
+                owners.nameOf(ClientFloor.ownerOf(packed)), millisOf(ClientFloor.timeOf(packed)));
     }
 
     /**
-     * Drops outcomes older than the time-to-live.
+     * Drops the outcomes past their time-to-live, floor entries included. An end in
+     * progress keeps its block.
      *
-     * <p>Walks from the oldest and stops at the first outcome still young enough. End times
-     * restored from another broker may be slightly out of order with local ones; such an
-     * outcome then expires at the next check after its neighbours, never early.
-     *
-     * @return the slots emptied
+     * @return how many outcomes were dropped
      */
-    public synchronized List<SlotMark> expire(long nowMillis) {
-        List<SlotMark> vacated = new ArrayList<>(0);
-        while (oldest != null && isExpired(oldest.endTimeMillis, nowMillis)) {
-            vacated.add(vacate(oldest, true));
-            expirations++;
+    public synchronized long expire(long nowMillis) {
+        int through = expiredThrough(nowMillis);
+        long before = size();
+        floor.expire(through, this::floorEntryRemoved);
+        for (OutcomeBlock block = oldest; block != null; ) {
+            OutcomeBlock next = block.newer;
+            if (block.pins == 0) {
+                if (block.count() == 0 || block.maxTime() <= through) {
+                    drop(block);
+                } else if (block.minTime() <= through) {
+                    dropExpiredEntries(block, through);
+                }
+            }
+            block = next;
         }
-        return vacated;
-    }
-
-    /** A client's slot as of now: for the writes restore decides, sent once it is done. */
-    public synchronized SlotMark markOf(String owner, int slot) {
-        Bucket bucket = bucketFor(owner);
-        return new SlotMark(bucket, owner, slot, bucket == null ? 0 : bucket.writes);
+        long dropped = before - size();
+        expirations += dropped;
+        publish();
+        return dropped;
     }
 
     /**
-     * Whether a new record took the slot after the mark: its key then holds that record,
-     * and a late write to it (a retried tombstone) must not be sent.
+     * Drops the least recently written block that no end in progress holds, for the memory
+     * bound; its floor entries stay.
+     *
+     * @return the outcomes it held, or -1 if there was none to drop
      */
-    public synchronized boolean isTakenSince(SlotMark mark) {
-        Bucket current = bucketFor(mark.owner());
-        if (current == null || mark.slot() >= perClientLimit) {
-            return false;
-        }
-        if (current != mark.bucket()) {
-            // Started (again) from slot 0 since.
-            return current.writes > mark.slot();
-        }
-        long writes = mark.writesAtMark();
-        long nextUse = writes + Math.floorMod(mark.slot() - writes, perClientLimit);
-        return nextUse < current.writes;
-    }
-
-    /** Whether an outcome that ended at {@code endTimeMillis} is past its time-to-live. */
-    public boolean isExpired(long endTimeMillis, long nowMillis) {
-        return nowMillis - endTimeMillis >= timeToLiveMillis;
-    }
-
-    /** Slots per client: the per-client limit, at most the per-coordinator one. */
-    public int perClientLimit() {
-        return perClientLimit;
-    }
-
-    public synchronized int size() {
-        return bySequence.size();
-    }
-
-    /** Number of clients (owner roles, plus the shared no-owner bucket) with kept outcomes. */
-    public synchronized int clients() {
-        int clients = 0;
-        for (Bucket bucket : byOwner.values()) {
-            if (bucket.size > 0) {
-                clients++;
+    public synchronized int evictOldest() {
+        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+            if (block.pins == 0) {
+                int outcomes = block.count();
+                droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
+                memoryEvictions += outcomes;
+                drop(block);
+                publish();
+                return outcomes;
             }
         }
-        return clients + (withoutOwner != null && withoutOwner.size > 0 ? 1 : 0);
+        return -1;
     }
 
-    /** Outcomes dropped because their client's slot was taken by a newer record, since creation. */
-    public synchronized long perClientEvictions() {
-        return perClientEvictions;
+    /** The newest end time in the block {@link #evictOldest} would drop, or null if none. */
+    public synchronized Long oldestEvictableMillis() {
+        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+            if (block.pins == 0) {
+                return millisOf(block.maxTime());
+            }
+        }
+        return null;
     }
 
-    /** Outcomes dropped because the coordinator had reached its total limit, since creation. */
-    public synchronized long coordinatorEvictions() {
-        return coordinatorEvictions;
+    /**
+     * Takes the dirty blocks to send, each with its state now; while restoring, blocks that
+     * may hold restored outcomes wait (their record would overwrite outcomes not read yet).
+     */
+    public synchronized List<BlockWrite> drainDirty() {
+        List<BlockWrite> writes = new ArrayList<>(dirty.size());
+        ObjectIterator<Long2LongMap.Entry> entries = dirty.long2LongEntrySet().fastIterator();
+        while (entries.hasNext()) {
+            Long2LongMap.Entry entry = entries.next();
+            long index = entry.getLongKey();
+            if (restoring && index <= restoreFrontierBlock) {
+                continue;
+            }
+            writes.add(new BlockWrite(index, entry.getLongValue(), recordOf(index)));
+            entries.remove();
+        }
+        publish();
+        return writes;
+    }
+
+    /** A block write landed. */
+    public synchronized void landed(BlockWrite write) {
+        OutcomeBlock block = blocks.get(write.blockIndex());
+        if (block != null && write.recordOrNull() != null) {
+            block.durableGeneration = Math.max(block.durableGeneration, write.generation());
+        }
+    }
+
+    /** A block write failed: the block is sent again with the next flush. */
+    public synchronized void failed(BlockWrite write) {
+        if (!dirty.containsKey(write.blockIndex())) {
+            dirty.put(write.blockIndex(), write.generation());
+        }
+    }
+
+    public synchronized boolean hasDirty() {
+        return !dirty.isEmpty();
+    }
+
+    /**
+     * Restore has started: blocks up to the one of {@code frontierSequence} (the highest
+     * sequence the transaction log has allocated) may have records not read yet.
+     */
+    public synchronized void beginRestore(long frontierSequence) {
+        restoring = true;
+        restoreFrontierBlock = Math.max(restoreFrontierBlock, OutcomeBlock.indexOf(Math.max(0, frontierSequence)));
+    }
+
+    public synchronized boolean isRestoring() {
+        return restoring;
+    }
+
+    /**
+     * Joins what restore read to what this coordinator wrote meanwhile (which is newer, and
+     * wins), rebuilds the floor, and ends the restore. Outcomes of earlier record formats are
+     * written into their blocks: the returned writes must be durable before those formats'
+     * keys are deleted.
+     *
+     * @return the blocks written for migrated outcomes and their generations
+     */
+    public synchronized List<BlockWrite> mergeRestored(RestoredOutcomes restored, long nowMillis) {
+        List<Long> migratedBlocks = restored.applyLegacyToBlocks();
+        OutcomeBlock[] byAge = restored.blocks().values().toArray(new OutcomeBlock[0]);
+        Arrays.sort(byAge, (a, b) -> Integer.compare(b.maxTime(), a.maxTime()));
+        int through = expiredThrough(nowMillis);
+        int[] remap = new int[restored.owners().highestId() + 1];
+        Arrays.fill(remap, -1);
+        for (OutcomeBlock staged : byAge) {
+            if (staged.count() == 0 || staged.maxTime() <= through) {
+                if (!blocks.containsKey(staged.index)) {
+                    markDirty(staged.index);
+                }
+                continue;
+            }
+            for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
+                int local = staged.owner(offset);
+                if (remap[local] < 0) {
+                    remap[local] = owners.idOf(restored.owners().nameOf(local));
+                }
+            }
+            OutcomeBlock live = blocks.get(staged.index);
+            if (live == null) {
+                staged.remapOwners(remap);
+                adoptAsOldest(staged);
+            } else {
+                mergeInto(live, staged, remap);
+            }
+        }
+        List<BlockWrite> migrated = new ArrayList<>();
+        for (long index : migratedBlocks) {
+            if (blocks.containsKey(index)) {
+                migrated.add(new BlockWrite(index, markDirty(index), null));
+            }
+        }
+        rebuildFloor();
+        restoring = false;
+        publish();
+        return migrated;
+    }
+
+    /** Outcomes kept: in blocks, and floor entries whose block is gone. */
+    public synchronized long size() {
+        long floorOnly = 0;
+        for (int count : floorOnlyBlocks.values()) {
+            floorOnly += count;
+        }
+        return blockOutcomes + floorOnly;
+    }
+
+    /** Clients (owner roles, and the one without owner) with floor entries. */
+    public synchronized int clients() {
+        return floor.clients();
+    }
+
+    /** Heap bytes of the kept outcomes and their bookkeeping; read without locking. */
+    public long bytes() {
+        return bytes;
+    }
+
+    /** Age of the oldest outcome in the window (floor entries past it not counted); 0 when empty. */
+    public synchronized long windowMillis(long nowMillis) {
+        int min = Integer.MAX_VALUE;
+        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+            if (block.count() > 0) {
+                min = Math.min(min, block.minTime());
+            }
+        }
+        return min == Integer.MAX_VALUE ? 0 : Math.max(0, nowMillis - millisOf(min));
+    }
+
+    /** Outcomes dropped by the memory bound before their time-to-live, since creation. */
+    public synchronized long memoryEvictions() {
+        return memoryEvictions;
+    }
+
+    /** Floor entries dropped by the floor cap, since creation. */
+    public synchronized long floorEvictions() {
+        return floor.capped();
     }
 
     /** Outcomes dropped by age, since creation. */
@@ -276,168 +417,440 @@ public final class KeptOutcomes {
         return expirations;
     }
 
-    public synchronized void clear() {
-        bySequence.clear();
-        byOwner.clear();
-        withoutOwner = null;
-        oldest = null;
-        newest = null;
+    /** The newest end time of an outcome the memory bound dropped, or null if none was. */
+    public synchronized Long droppedThroughMillis() {
+        return droppedThroughTime == Integer.MIN_VALUE ? null : millisOf(droppedThroughTime);
+    }
+
+    public synchronized int floorSize() {
+        return floor.size();
+    }
+
+    public int perClient() {
+        return perClient;
     }
 
     public long coordinatorId() {
         return coordinatorId;
     }
 
-    private void checkCoordinator(TxnID txnId) {
+    /** Whether an outcome that ended at {@code endTimeMillis} is past its time-to-live at {@code nowMillis}. */
+    public boolean isExpired(long endTimeMillis, long nowMillis) {
+        return nowMillis - endTimeMillis >= timeToLiveMillis;
+    }
+
+    public synchronized void clear() {
+        blocks.clear();
+        oldest = null;
+        newest = null;
+        owners.clear();
+        floor.clear();
+        floorOnlyBlocks.clear();
+        pending.clear();
+        dirty.clear();
+        blockBytes = 0;
+        blockOutcomes = 0;
+        publish();
+    }
+
+    private long sequenceOf(TxnID txnId) {
         if (txnId.getMostSigBits() != coordinatorId) {
             throw new IllegalArgumentException("Transaction " + txnId + " does not belong to coordinator "
                     + coordinatorId);
         }
+        return txnId.getLeastSigBits();
     }
 
-    /**
-     * The client whose slot a reservation still holds, or null if a later record took it.
-     * A client forgotten since (all its outcomes gone) started again from slot 0; the
-     * reservation's slot is then still its own until the new round reaches it.
-     */
-    private Bucket homeOf(Reservation reservation) {
-        Bucket current = bucketFor(reservation.owner());
-        if (current == reservation.bucket()) {
-            return current.writes > reservation.writeIndex() + perClientLimit ? null : current;
+    private int expiredThrough(long nowMillis) {
+        long through = Math.floorDiv(nowMillis - timeToLiveMillis - TIME_EPOCH_MILLIS, 1000);
+        return (int) Math.max(Integer.MIN_VALUE + 1L, Math.min(Integer.MAX_VALUE, through));
+    }
+
+    private Pending pin(long sequence) {
+        Pending end = new Pending();
+        pending.put(sequence, end);
+        blocks.get(OutcomeBlock.indexOf(sequence)).pins++;
+        return end;
+    }
+
+    /** Keeps an outcome in its block (created if needed) and marks the block dirty. */
+    private long put(long sequence, boolean committed, int time, int owner) {
+        long index = OutcomeBlock.indexOf(sequence);
+        int offset = OutcomeBlock.offsetOf(sequence);
+        OutcomeBlock block = blocks.get(index);
+        if (block == null) {
+            block = createBlock(index);
+        } else if (block.has(offset) && block.committed(offset) == committed && block.owner(offset) == owner) {
+            touch(block);
+            return block.lastGeneration;
         }
-        if (current != null && current.writes > reservation.slot()) {
+        long before = block.bytes();
+        owners.retain(owner);
+        int replaced = block.set(offset, committed, time, owner);
+        if (replaced >= 0) {
+            owners.release(replaced);
+        } else {
+            blockOutcomes++;
+        }
+        blockBytes += block.bytes() - before;
+        touch(block);
+        return markDirty(index);
+    }
+
+    private long markDirty(long index) {
+        long written = ++generation;
+        dirty.put(index, written);
+        OutcomeBlock block = blocks.get(index);
+        if (block != null) {
+            block.lastGeneration = written;
+        }
+        return written;
+    }
+
+    private OutcomeBlock createBlock(long index) {
+        OutcomeBlock block = new OutcomeBlock(index);
+        blocks.put(index, block);
+        linkNewest(block);
+        if (floorOnlyBlocks.containsKey(index)) {
+            // Its record still holds floor entries: the block's next record must too.
+            floorOnlyBlocks.remove(index);
+            long first = block.firstSequence();
+            for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+                long packed = floor.get(first + offset, -1);
+                if (packed != -1) {
+                    int owner = ClientFloor.ownerOf(packed);
+                    owners.retain(owner);
+                    block.set(offset, ClientFloor.committedOf(packed), ClientFloor.timeOf(packed), owner);
+                    blockOutcomes++;
+                }
+            }
+        }
+        blockBytes += block.bytes();
+        return block;
+    }
+
+    /** Drops a block from memory; its key is deleted unless floor entries still need its record. */
+    private void drop(OutcomeBlock block) {
+        int floorEntries = 0;
+        long first = block.firstSequence();
+        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            owners.release(block.owner(offset));
+            if (floor.contains(first + offset)) {
+                floorEntries++;
+            }
+        }
+        blockOutcomes -= block.count();
+        blockBytes -= block.bytes();
+        unlink(block);
+        blocks.remove(block.index);
+        if (floorEntries > 0) {
+            floorOnlyBlocks.put(block.index, floorEntries);
+        } else {
+            markDirty(block.index);
+        }
+    }
+
+    private void dropExpiredEntries(OutcomeBlock block, int through) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            if (block.time(offset) <= through) {
+                owners.release(block.clear(offset));
+                blockOutcomes--;
+            }
+        }
+        block.recomputeMinTime();
+    }
+
+    private void floorEntryRemoved(long sequence, long packed) {
+        owners.release(ClientFloor.ownerOf(packed));
+        long index = OutcomeBlock.indexOf(sequence);
+        if (blocks.containsKey(index) || !floorOnlyBlocks.containsKey(index)) {
+            return;
+        }
+        int left = floorOnlyBlocks.get(index) - 1;
+        if (left > 0) {
+            floorOnlyBlocks.put(index, left);
+        } else {
+            floorOnlyBlocks.remove(index);
+            markDirty(index);
+        }
+    }
+
+    /** The block's record now: its outcomes, or those of its floor entries if it is gone, or null. */
+    private ChunkRecord recordOf(long index) {
+        OutcomeBlock block = blocks.get(index);
+        if (block == null && floorOnlyBlocks.containsKey(index)) {
+            block = new OutcomeBlock(index);
+            long first = block.firstSequence();
+            for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+                long packed = floor.get(first + offset, -1);
+                if (packed != -1) {
+                    block.set(offset, ClientFloor.committedOf(packed), ClientFloor.timeOf(packed),
+                            ClientFloor.ownerOf(packed));
+                }
+            }
+        }
+        if (block == null || block.count() == 0) {
             return null;
         }
-        return bucketOf(reservation.owner());
+        return encode(block);
     }
 
-    private Bucket bucketFor(String owner) {
-        return owner == null ? withoutOwner : byOwner.get(owner);
-    }
-
-    private Bucket bucketOf(String owner) {
-        if (owner == null) {
-            if (withoutOwner == null) {
-                withoutOwner = new Bucket(null);
+    private ChunkRecord encode(OutcomeBlock block) {
+        long[] kept = new long[OutcomeBlock.SIZE / 64];
+        long[] committed = new long[OutcomeBlock.SIZE / 64];
+        int[] times = new int[block.count()];
+        int[] refs = new int[block.count()];
+        List<String> names = new ArrayList<>(1);
+        Int2IntOpenHashMap refOf = new Int2IntOpenHashMap(2);
+        boolean uniform = true;
+        int first = -1;
+        int entry = 0;
+        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            kept[offset >>> 6] |= 1L << offset;
+            if (block.committed(offset)) {
+                committed[offset >>> 6] |= 1L << offset;
             }
-            return withoutOwner;
+            times[entry] = block.time(offset);
+            int owner = block.owner(offset);
+            int ref;
+            if (owner == OwnerIds.NO_OWNER) {
+                ref = 0;
+            } else if (refOf.containsKey(owner)) {
+                ref = refOf.get(owner);
+            } else {
+                names.add(owners.nameOf(owner));
+                ref = names.size();
+                refOf.put(owner, ref);
+            }
+            refs[entry] = ref;
+            if (entry == 0) {
+                first = ref;
+            } else if (ref != first) {
+                uniform = false;
+            }
+            entry++;
         }
-        return byOwner.computeIfAbsent(owner, Bucket::new);
+        return new ChunkRecord(coordinatorId, block.index, kept, committed, times, names, uniform ? null : refs,
+                uniform ? first : 0);
     }
 
-    private void forget(Bucket bucket) {
-        if (bucket.owner == null) {
-            withoutOwner = null;
+    private void mergeInto(OutcomeBlock live, OutcomeBlock staged, int[] remap) {
+        long before = live.bytes();
+        for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
+            if (!live.has(offset)) {
+                int owner = remap[staged.owner(offset)];
+                owners.retain(owner);
+                live.set(offset, staged.committed(offset), staged.time(offset), owner);
+                blockOutcomes++;
+            }
+        }
+        blockBytes += live.bytes() - before;
+        markDirty(live.index);
+    }
+
+    private void adoptAsOldest(OutcomeBlock staged) {
+        for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
+            owners.retain(staged.owner(offset));
+        }
+        blocks.put(staged.index, staged);
+        staged.durableGeneration = 0;
+        staged.lastGeneration = 0;
+        staged.newer = oldest;
+        if (oldest != null) {
+            oldest.older = staged;
         } else {
-            byOwner.remove(bucket.owner);
+            newest = staged;
+        }
+        oldest = staged;
+        blockOutcomes += staged.count();
+        blockBytes += staged.bytes();
+    }
+
+    /** Each client's newest decided outcomes, from every block, newest blocks first. */
+    private void rebuildFloor() {
+        floor.forEach((sequence, packed) -> owners.release(ClientFloor.ownerOf(packed)));
+        floor.clear();
+        floorOnlyBlocks.clear();
+        Int2ObjectOpenHashMap<Newest> newestByOwner = new Int2ObjectOpenHashMap<>();
+        for (OutcomeBlock block = newest; block != null; block = block.older) {
+            long first = block.firstSequence();
+            for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+                long sequence = first + offset;
+                Pending end = pending.get(sequence);
+                if (end != null && !end.decided) {
+                    continue;
+                }
+                int owner = block.owner(offset);
+                Newest top = newestByOwner.get(owner);
+                if (top == null) {
+                    top = new Newest(perClient);
+                    newestByOwner.put(owner, top);
+                }
+                top.offer(block.time(offset), sequence, block.committed(offset));
+            }
+        }
+        // Least recently ending clients first, so that the floor cap takes from them.
+        List<Map.Entry<Integer, Newest>> clients = new ArrayList<>(newestByOwner.int2ObjectEntrySet());
+        clients.sort((a, b) -> Integer.compare(a.getValue().newestTime(), b.getValue().newestTime()));
+        for (Map.Entry<Integer, Newest> client : clients) {
+            int owner = client.getKey();
+            client.getValue().inOrder((time, sequence, committed) -> {
+                if (floor.add(sequence, owner, time, committed, this::floorEntryRemoved)) {
+                    owners.retain(owner);
+                }
+            });
         }
     }
 
-    private void place(Node node) {
-        bySequence.put(node.sequence, node);
-        linkNewest(node);
-        node.bucket.put(node);
-    }
-
-    private void enforceTotalLimit(List<SlotMark> vacated) {
-        while (bySequence.size() > totalLimit) {
-            vacated.add(vacate(oldest, true));
-            coordinatorEvictions++;
+    private void touch(OutcomeBlock block) {
+        if (block != newest) {
+            unlink(block);
+            linkNewest(block);
         }
     }
 
-    private SlotMark vacate(Node node, boolean forgetEmptyClient) {
-        Bucket bucket = node.bucket;
-        SlotMark vacated = new SlotMark(bucket, bucket.owner, node.slot, bucket.writes);
-        remove(node, forgetEmptyClient);
-        return vacated;
-    }
-
-    /** Removes a node; its client is forgotten once empty unless a reservation is being made for it. */
-    private void remove(Node node, boolean forgetEmptyClient) {
-        Bucket bucket = node.bucket;
-        bucket.clear(node);
-        if (forgetEmptyClient && bucket.size == 0) {
-            forget(bucket);
-        }
-        unlink(node);
-        bySequence.remove(node.sequence);
-    }
-
-    private void linkNewest(Node node) {
-        node.older = newest;
+    private void linkNewest(OutcomeBlock block) {
+        block.older = newest;
+        block.newer = null;
         if (newest != null) {
-            newest.newer = node;
+            newest.newer = block;
         } else {
-            oldest = node;
+            oldest = block;
         }
-        newest = node;
+        newest = block;
     }
 
-    private void unlink(Node node) {
-        if (node.older != null) {
-            node.older.newer = node.newer;
+    private void unlink(OutcomeBlock block) {
+        if (block.older != null) {
+            block.older.newer = block.newer;
         } else {
-            oldest = node.newer;
+            oldest = block.newer;
         }
-        if (node.newer != null) {
-            node.newer.older = node.older;
+        if (block.newer != null) {
+            block.newer.older = block.older;
         } else {
-            newest = node.older;
+            newest = block.older;
         }
-        node.older = null;
-        node.newer = null;
+        block.older = null;
+        block.newer = null;
     }
 
-    private static final class Node {
-        final long sequence;
-        final long endTimeMillis;
-        final Bucket bucket;
-        final int slot;
-        boolean committed;
-        Node older;
-        Node newer;
+    private static int next(OutcomeBlock block, int offset) {
+        return offset == OutcomeBlock.MASK ? -1 : block.nextKept(offset + 1);
+    }
 
-        Node(long sequence, boolean committed, long endTimeMillis, Bucket bucket, int slot) {
-            this.sequence = sequence;
-            this.committed = committed;
-            this.endTimeMillis = endTimeMillis;
-            this.bucket = bucket;
-            this.slot = slot;
+    private void publish() {
+        bytes = blockBytes + floor.bytes() + owners.bytes() + (long) BYTES_PER_PENDING * pending.size()
+                + (long) BYTES_PER_DIRTY * dirty.size() + (long) BYTES_PER_FLOOR_ONLY_BLOCK * floorOnlyBlocks.size();
+    }
+
+    /** One client's newest outcomes: a min-heap of (end time, sequence) of bounded size. */
+    private static final class Newest {
+        private final int limit;
+        private int[] times = new int[4];
+        private long[] sequences = new long[4];
+        private boolean[] committed = new boolean[4];
+        private int size;
+        private int newestTime = Integer.MIN_VALUE;
+
+        Newest(int limit) {
+            this.limit = limit;
+        }
+
+        void offer(int time, long sequence, boolean isCommitted) {
+            newestTime = Math.max(newestTime, time);
+            if (size == limit) {
+                if (compare(time, sequence, 0) <= 0) {
+                    return;
+                }
+                times[0] = time;
+                sequences[0] = sequence;
+                committed[0] = isCommitted;
+                siftDown(0);
+                return;
+            }
+            if (size == times.length) {
+                int grown = Math.min(limit, times.length * 2);
+                times = Arrays.copyOf(times, grown);
+                sequences = Arrays.copyOf(sequences, grown);
+                committed = Arrays.copyOf(committed, grown);
+            }
+            int at = size++;
+            times[at] = time;
+            sequences[at] = sequence;
+            committed[at] = isCommitted;
+            while (at > 0 && compare(times[at], sequences[at], (at - 1) / 2) < 0) {
+                swap(at, (at - 1) / 2);
+                at = (at - 1) / 2;
+            }
+        }
+
+        int newestTime() {
+            return newestTime;
+        }
+
+        void inOrder(Visitor visitor) {
+            Integer[] order = new Integer[size];
+            for (int i = 0; i < size; i++) {
+                order[i] = i;
+            }
+            Arrays.sort(order, (a, b) -> {
+                int byTime = Integer.compare(times[a], times[b]);
+                return byTime != 0 ? byTime : Long.compare(sequences[a], sequences[b]);
+            });
+            for (int i : order) {
+                visitor.visit(times[i], sequences[i], committed[i]);
+            }
+        }
+
+        private int compare(int time, long sequence, int at) {
+            int byTime = Integer.compare(time, times[at]);
+            return byTime != 0 ? byTime : Long.compare(sequence, sequences[at]);
+        }
+
+        private void siftDown(int at) {
+            while (true) {
+                int smallest = at;
+                int left = 2 * at + 1;
+                int right = left + 1;
+                if (left < size && compare(times[left], sequences[left], smallest) < 0) {
+                    smallest = left;
+                }
+                if (right < size && compare(times[right], sequences[right], smallest) < 0) {
+                    smallest = right;
+                }
+                if (smallest == at) {
+                    return;
+                }
+                swap(at, smallest);
+                at = smallest;
+            }
+        }
+
+        private void swap(int a, int b) {
+            int time = times[a];
+            times[a] = times[b];
+            times[b] = time;
+            long sequence = sequences[a];
+            sequences[a] = sequences[b];
+            sequences[b] = sequence;
+            boolean isCommitted = committed[a];
+            committed[a] = committed[b];
+            committed[b] = isCommitted;
+        }
+
+        interface Visitor {
+            void visit(int time, long sequence, boolean committed);
         }
     }
 
-    /** One client's slots; the array grows with use up to the per-client limit. */
-    private final class Bucket {
-        final String owner;
-        Node[] slots = new Node[Math.min(INITIAL_SLOTS, perClientLimit)];
-        int size;
-        /** Records written for this client so far; the next one goes to slot {@code writes % limit}. */
-        long writes;
+    /** For tests and figures: blocks in memory. */
+    synchronized int blockCount() {
+        return blocks.size();
+    }
 
-        Bucket(String owner) {
-            this.owner = owner;
-        }
-
-        Node at(int slot) {
-            return slot < slots.length ? slots[slot] : null;
-        }
-
-        void put(Node node) {
-            if (node.slot >= slots.length) {
-                slots = Arrays.copyOf(slots, Math.min(perClientLimit, Math.max(node.slot + 1, slots.length * 2)));
-            }
-            if (slots[node.slot] == null) {
-                size++;
-            }
-            slots[node.slot] = node;
-        }
-
-        void clear(Node node) {
-            if (node.slot < slots.length && slots[node.slot] == node) {
-                slots[node.slot] = null;
-                size--;
-            }
-        }
+    /** For tests and figures: the owner dictionary's size. */
+    synchronized int ownerCount() {
+        return owners.size();
     }
 }

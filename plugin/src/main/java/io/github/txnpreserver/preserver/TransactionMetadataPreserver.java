@@ -8,90 +8,123 @@ import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.common.util.FutureUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Keeps the outcomes of one coordinator's ended transactions (PIP-255's
- * TransactionMetadataPreserver): in memory, bounded by {@link KeptOutcomes}, and durable in
- * the coordinator's compacted state topic, from which it restores them when the
- * coordinator opens.
+ * TransactionMetadataPreserver): in memory ({@link KeptOutcomes}: by time, under the
+ * broker's memory bound, with a per-client floor) and durable in the coordinator's
+ * compacted state topic, one key per block of 256 sequences.
  *
- * <p>The memory holds only what is durable: an outcome is admitted once its record is
- * written, in its client's next slot ({@link KeptOutcomes}), where it overwrites the
- * client's oldest outcome. Expirations and the coordinator limit write tombstones; a
- * tombstone write that fails is retried with backoff until it lands, unless a newer record
- * has taken the slot meanwhile. One that is lost anyway (the broker stops first) costs
- * nothing but space: restore applies the same limits again and re-deletes.
+ * <h2>Writing: one flush at a time</h2>
+ * Every change marks its block dirty. One flush at a time sends every dirty block whole,
+ * on this coordinator's executor; the changes made while it is in flight go out together
+ * in the next one. Under load one message thus carries the ends of many transactions
+ * (group commit), and alone each end costs one message. The state a block had when it was
+ * sent is durable once its send lands; a failed send puts the block back (it is sent again,
+ * with backoff), and whoever waited for it is told so, to retry.
+ *
+ * <h2>Restoring: in the background</h2>
+ * When the coordinator opens, the state topic is read on a thread of its own while the
+ * coordinator already serves: new transactions need none of it. A lookup of a transaction
+ * that is not live waits until the restore is done ({@link #restored}), and blocks that
+ * may hold outcomes not read yet are not written until then. Outcomes in earlier formats
+ * are written into their blocks, and their keys deleted only once those blocks are durable.
  */
-public final class TransactionMetadataPreserver {
+public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.Member {
 
     private static final Logger log = LoggerFactory.getLogger(TransactionMetadataPreserver.class);
     private static final long FIRST_RETRY_DELAY_MILLIS = 100;
     private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
+    private static final long REPORT_INTERVAL_SECONDS = 60;
 
     private final long coordinatorId;
     private final PreserverConfig config;
     private final StateTopic stateTopic;
     private final Clock clock;
     private final ScheduledExecutorService executor;
+    private final OutcomeMemoryBudget budget;
     private final KeptOutcomes kept;
     private final PreserverStats stats = new PreserverStats();
     private final List<ScheduledFuture<?>> periodicTasks = new CopyOnWriteArrayList<>();
-    /** Taking a slot and writing its key, or checking a slot is empty and deleting its key, happen in this order. */
-    private final Object writeOrder = new Object();
+    private final CompletableFuture<Void> restored = new CompletableFuture<>();
+    /** Callers waiting for a block's state as of a generation to be durable, by block. */
+    private final Map<Long, List<Waiter>> waiters = new HashMap<>();
+    private final AtomicBoolean flushScheduled = new AtomicBoolean();
+    private final RateLimitedLog writeFailures = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+    private final RateLimitedLog memoryEvictions = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+    /** Confined to the executor. */
+    private boolean flushInFlight;
+    private long flushRetryDelayMillis;
+    private long flushNotBeforeNanos;
     private volatile boolean closed;
 
+    /** A preserver with a memory bound of its own (tests, tools). */
     public TransactionMetadataPreserver(long coordinatorId, PreserverConfig config, StateTopic stateTopic,
                                         Clock clock, ScheduledExecutorService executor) {
+        this(coordinatorId, config, stateTopic, clock, executor, new OutcomeMemoryBudget(config.maxMemoryBytes()));
+    }
+
+    public TransactionMetadataPreserver(long coordinatorId, PreserverConfig config, StateTopic stateTopic,
+                                        Clock clock, ScheduledExecutorService executor, OutcomeMemoryBudget budget) {
         this.coordinatorId = coordinatorId;
         this.config = config;
         this.stateTopic = stateTopic;
         this.clock = clock;
         this.executor = executor;
+        this.budget = budget;
         this.kept = new KeptOutcomes(coordinatorId, config.persistCountPerClient(),
                 config.maxKeptPerCoordinator(), config.persistTime().toMillis());
+        budget.register(this);
     }
 
+    private record Waiter(long generation, CompletableFuture<Void> durable) {
+    }
+
+    // ---- opening
+
     /**
-     * Loads the kept outcomes from the state topic. Tombstones and newer records under the
-     * same key replace earlier ones; expired records and those past the limits are deleted
-     * again; records of a client whose slots no longer fit the configured count (it changed,
-     * or they were written per transaction by version 0.1) are moved into new slots;
-     * malformed ones are logged, counted and skipped.
+     * Starts reading the state topic in the background. Blocks up to the one of
+     * {@code frontierSequence} (the highest sequence the transaction log has allocated) are
+     * not written until it is done.
+     *
+     * @return completes once the restore is done (never fails: a failed read is retried)
      */
+    public CompletableFuture<Void> startRestore(long frontierSequence) {
+        kept.beginRestore(frontierSequence);
+        readStateTopic(FIRST_RETRY_DELAY_MILLIS);
+        return restored;
+    }
+
+    /** Restores everything before serving anything (tests and tools): no block is written until it is done. */
     public CompletableFuture<Void> restore() {
-        long startNanos = System.nanoTime();
-        // A JDK linked map: fastutil's linked maps measured 1.5-2x slower here (their rehash
-        // walks the links).
-        Map<String, StoredRecord> survivors = new LinkedHashMap<>();
-        long[] read = new long[1];
-        return stateTopic.readToEnd((key, value) -> {
-            read[0]++;
-            collectRestored(survivors, key, value);
-        }, executor).thenRun(() -> {
-            List<StateWrite> writes = new RestorePlan(survivors.values()).admit();
-            writes.forEach(this::send);
-            stats.restoredRecords = read[0];
-            stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
-            log.info("Coordinator {}: restored {} kept transaction outcomes from {} state-topic records in {} ms"
-                    + " ({} malformed records skipped, {} records moved or deleted)", coordinatorId, kept.size(),
-                    read[0], stats.restoreMillis, stats.malformedRecords.sum(), writes.size());
-        });
+        return startRestore(Long.MAX_VALUE);
+    }
+
+    /** Completes once the restore is done; fails if the coordinator closed first. */
+    public CompletableFuture<Void> restored() {
+        return restored;
+    }
+
+    public boolean isRestoring() {
+        return !restored.isDone();
     }
 
     /** Starts the periodic expiry. */
@@ -109,76 +142,47 @@ public final class TransactionMetadataPreserver {
                 TimeUnit.MILLISECONDS));
     }
 
-    /** The single thread on which this coordinator's periodic work runs. */
+    /** The single thread on which this coordinator's periodic work and writes run. */
     public Executor executor() {
         return executor;
     }
 
+    // ---- the commit chain
+
     /**
-     * Makes an outcome durable in the state topic, then keeps it in memory.
-     *
-     * @return completes once the record is durable and kept; fails if the write failed, in
-     *     which case nothing is kept and the caller must retry
+     * Writes the outcome of an end that starts, in parallel with its finishing entry, so that
+     * it is durable by the time the end is decided. Writes nothing once the outcome is
+     * decided: a losing end must not land after the winner.
      */
+    public void writeSpeculative(TxnID txnId, Outcome outcome, String owner) {
+        if (kept.writeSpeculative(txnId, outcome, owner, clock.millis()) >= 0) {
+            requestFlush();
+            budget.reclaim();
+        }
+    }
+
+    /**
+     * The end's outcome is decided (its finishing entry is durable): completes once the
+     * decided outcome is durable in the state topic, written again if the speculative record
+     * said the other one. A retried call waits for the same record.
+     *
+     * @return fails if the write failed; the block is written again, and the caller retries
+     */
+    public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
+        long generation = kept.decide(txnId, outcome, owner, clock.millis());
+        requestFlush();
+        budget.reclaim();
+        return awaitDurable(KeptOutcomes.blockOf(txnId.getLeastSigBits()), generation);
+    }
+
+    /** The transaction's terminal entry is durable: the outcome is kept like any other. */
+    public void ended(TxnID txnId) {
+        kept.ended(txnId);
+    }
+
+    /** Decides, makes durable and ends in one step (tests and tools: no log between). */
     public CompletableFuture<Void> preserve(TxnID txnId, Outcome outcome, String owner) {
-        return persist(txnId, outcome, owner, null).durable().thenAccept(this::keep);
-    }
-
-    /**
-     * Writes an outcome record to the state topic without keeping it in memory yet: the
-     * coordinator writes the record as early as it can, and keeps the outcome only once it
-     * is decided ({@link #keep}).
-     *
-     * <p>The record takes the client's next slot, and the outcome that held it is no longer
-     * kept: the record overwrites it. A record that supersedes an earlier one of the same
-     * transaction (a racing end towards the other outcome wrote last, or the earlier write
-     * failed) reuses its slot while no later record has taken it, so that it overwrites it:
-     * a transaction's records never tell two outcomes.
-     *
-     * @param supersedes the transaction's earlier record, or null
-     */
-    public Persisting persist(TxnID txnId, Outcome outcome, String owner, Persisting supersedes) {
-        KeptOutcome record = new KeptOutcome(txnId, outcome, owner, clock.millis());
-        byte[] value = StateRecordCodec.encode(record);
-        long startNanos = System.nanoTime();
-        KeptOutcomes.Reservation slot;
-        CompletableFuture<Void> write;
-        synchronized (writeOrder) {
-            slot = supersedes != null && kept.isCurrent(supersedes.slot()) ? supersedes.slot() : kept.reserve(owner);
-            write = stateTopic.write(StateRecordCodec.slotKey(owner, slot.slot()), value);
-        }
-        return new Persisting(slot, write.handle((ignored, error) -> {
-            stats.stateWriteLatency.recordNanos(System.nanoTime() - startNanos);
-            if (error != null) {
-                stats.recordWriteFailures.increment();
-                log.warn("Coordinator {}: could not make the outcome of {} durable; the end of the"
-                        + " transaction will be retried", coordinatorId, txnId, error);
-                throw new CompletionException(error);
-            }
-            return new Persisted(record, slot);
-        }));
-    }
-
-    /**
-     * Keeps a decided outcome whose record is durable, deleting what the coordinator limit
-     * no longer allows, and the transaction's earlier slot if it was kept in another one.
-     */
-    public void keep(Persisted persisted) {
-        KeptOutcome outcome = persisted.outcome();
-        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>(0);
-        if (!kept.admit(outcome.txnId(), outcome.outcome(), outcome.endTimeMillis(), persisted.slot(), vacated)) {
-            log.debug("Coordinator {}: the slot of {} was taken by a newer record of its client before its end"
-                    + " was decided; its outcome is not kept", coordinatorId, outcome.txnId());
-        }
-        vacated.forEach(this::deleteVacated);
-    }
-
-    /** An outcome whose record is durable in a client's slot. */
-    public record Persisted(KeptOutcome outcome, KeptOutcomes.Reservation slot) {
-    }
-
-    /** An outcome record being written: its slot, and its durability (fails if the write failed). */
-    public record Persisting(KeptOutcomes.Reservation slot, CompletableFuture<Persisted> durable) {
+        return decide(txnId, outcome, owner).thenRun(() -> ended(txnId));
     }
 
     /** The kept outcome of a transaction, or null if none is kept. Never blocks. */
@@ -197,10 +201,12 @@ public final class TransactionMetadataPreserver {
 
     /** Drops the outcomes past their time-to-live, from memory and from the state topic. */
     public void expire() {
-        kept.expire(clock.millis()).forEach(this::deleteVacated);
+        if (kept.expire(clock.millis()) > 0) {
+            requestFlush();
+        }
     }
 
-    public int keptCount() {
+    public long keptCount() {
         return kept.size();
     }
 
@@ -216,153 +222,295 @@ public final class TransactionMetadataPreserver {
         return coordinatorId;
     }
 
+    public OutcomeMemoryBudget budget() {
+        return budget;
+    }
+
+    // ---- the memory bound
+
+    @Override
+    public long keptBytes() {
+        return kept.bytes();
+    }
+
+    @Override
+    public Long oldestEvictableMillis() {
+        return closed ? null : kept.oldestEvictableMillis();
+    }
+
+    @Override
+    public boolean evictOldestForMemory() {
+        int dropped = kept.evictOldest();
+        if (dropped < 0) {
+            return false;
+        }
+        requestFlush();
+        if (dropped > 0) {
+            memoryEvictions.occurred(dropped, count -> log.warn("Coordinator {}: the memory bound of {} MiB"
+                    + " ({} in broker.conf) dropped {} kept outcomes in the last {} s before their time-to-live;"
+                    + " retries of transactions that ended more than {} s ago may now get TransactionNotFound",
+                    coordinatorId, budget.limitBytes() >> 20, PreserverConfig.MAX_MEMORY_IN_MB, count,
+                    REPORT_INTERVAL_SECONDS, kept.windowMillis(clock.millis()) / 1000));
+        }
+        return true;
+    }
+
     public CompletableFuture<Void> closeAsync() {
         closed = true;
         periodicTasks.forEach(task -> task.cancel(false));
         executor.shutdown();
+        budget.unregister(this);
+        IllegalStateException closing = new IllegalStateException("coordinator " + coordinatorId + " closed");
+        restored.completeExceptionally(closing);
+        List<Waiter> all = new ArrayList<>();
+        synchronized (waiters) {
+            waiters.values().forEach(all::addAll);
+            waiters.clear();
+        }
+        all.forEach(waiter -> waiter.durable().completeExceptionally(closing));
         kept.clear();
         return stateTopic.closeAsync();
     }
 
-    private void collectRestored(Map<String, StoredRecord> survivors, String key, byte[] value) {
-        if (value == null) {
-            survivors.remove(key);
+    // ---- flushing
+
+    private CompletableFuture<Void> awaitDurable(long blockIndex, long generation) {
+        CompletableFuture<Void> durable = new CompletableFuture<>();
+        synchronized (waiters) {
+            if (kept.isDurable(blockIndex << 8, generation)) {
+                return CompletableFuture.completedFuture(null);
+            }
+            if (closed) {
+                return CompletableFuture.failedFuture(new IllegalStateException("coordinator " + coordinatorId
+                        + " closed"));
+            }
+            waiters.computeIfAbsent(blockIndex, ignored -> new ArrayList<>(2)).add(new Waiter(generation, durable));
+        }
+        return durable;
+    }
+
+    private void requestFlush() {
+        if (closed || !flushScheduled.compareAndSet(false, true)) {
             return;
         }
         try {
-            StoredRecord restored = StateRecordCodec.decode(key, value);
-            if (restored.outcome().txnId().getMostSigBits() != coordinatorId) {
-                throw new MalformedRecordException("record under key '" + key + "' is of "
-                        + restored.outcome().txnId() + ", not of coordinator " + coordinatorId);
+            executor.execute(this::flush);
+        } catch (RejectedExecutionException shuttingDown) {
+            flushScheduled.set(false);
+        }
+    }
+
+    /** Sends every dirty block; runs on the executor, one flush at a time. */
+    private void flush() {
+        flushScheduled.set(false);
+        if (closed || flushInFlight) {
+            return;
+        }
+        long waitNanos = flushNotBeforeNanos - System.nanoTime();
+        if (waitNanos > 0) {
+            if (flushScheduled.compareAndSet(false, true)) {
+                executor.schedule(this::flush, waitNanos, TimeUnit.NANOSECONDS);
             }
-            // Re-insert so that a rewritten key takes its latest place in the order.
-            survivors.remove(key);
-            survivors.put(key, restored);
+            return;
+        }
+        List<KeptOutcomes.BlockWrite> batch = kept.drainDirty();
+        if (batch.isEmpty()) {
+            return;
+        }
+        flushInFlight = true;
+        long startNanos = System.nanoTime();
+        List<CompletableFuture<Void>> sends = new ArrayList<>(batch.size());
+        for (KeptOutcomes.BlockWrite write : batch) {
+            String key = StateRecordCodec.blockKey(write.blockIndex());
+            sends.add(write.recordOrNull() == null ? stateTopic.delete(key)
+                    : stateTopic.write(key, StateRecordCodec.encodeBlock(write.recordOrNull())));
+        }
+        stateTopic.flush();
+        CompletableFuture.allOf(sends.toArray(new CompletableFuture[0])).whenComplete((ignored, error) -> {
+            try {
+                executor.execute(() -> flushed(batch, sends, startNanos));
+            } catch (RejectedExecutionException shuttingDown) {
+                log.debug("Coordinator {}: closed while a flush was in flight", coordinatorId);
+            }
+        });
+    }
+
+    private void flushed(List<KeptOutcomes.BlockWrite> batch, List<CompletableFuture<Void>> sends, long startNanos) {
+        flushInFlight = false;
+        stats.stateWriteLatency.recordNanos(System.nanoTime() - startNanos);
+        Throwable failure = null;
+        for (int i = 0; i < batch.size(); i++) {
+            KeptOutcomes.BlockWrite write = batch.get(i);
+            CompletableFuture<Void> send = sends.get(i);
+            if (!send.isCompletedExceptionally()) {
+                kept.landed(write);
+                release(write, null);
+            } else {
+                Throwable error = FutureUtil.unwrapCompletionException(send.handle((ok, e) -> e).join());
+                failure = error;
+                kept.failed(write);
+                stats.recordWriteFailures.increment();
+                release(write, error);
+            }
+        }
+        if (failure != null) {
+            flushRetryDelayMillis = flushRetryDelayMillis == 0 ? FIRST_RETRY_DELAY_MILLIS
+                    : Math.min(2 * flushRetryDelayMillis, MAX_RETRY_DELAY_MILLIS);
+            flushNotBeforeNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(flushRetryDelayMillis);
+            Throwable reported = failure;
+            writeFailures.occurred(1, count -> log.warn("Coordinator {}: {} state-topic flushes failed in the last"
+                    + " {} s (last: {}); the blocks are written again, ends wait for them", coordinatorId, count,
+                    REPORT_INTERVAL_SECONDS, reported.toString()));
+        } else {
+            flushRetryDelayMillis = 0;
+        }
+        if (kept.hasDirty()) {
+            requestFlush();
+        }
+    }
+
+    private void release(KeptOutcomes.BlockWrite write, Throwable error) {
+        List<Waiter> released = new ArrayList<>(0);
+        synchronized (waiters) {
+            List<Waiter> waiting = waiters.get(write.blockIndex());
+            if (waiting == null) {
+                return;
+            }
+            for (Iterator<Waiter> each = waiting.iterator(); each.hasNext(); ) {
+                Waiter waiter = each.next();
+                if (waiter.generation() <= write.generation()) {
+                    released.add(waiter);
+                    each.remove();
+                }
+            }
+            if (waiting.isEmpty()) {
+                waiters.remove(write.blockIndex());
+            }
+        }
+        for (Waiter waiter : released) {
+            if (error == null) {
+                waiter.durable().complete(null);
+            } else {
+                waiter.durable().completeExceptionally(error);
+            }
+        }
+    }
+
+    // ---- restoring
+
+    private void readStateTopic(long retryDelayMillis) {
+        if (closed) {
+            return;
+        }
+        long startNanos = System.nanoTime();
+        RestoredOutcomes read = new RestoredOutcomes();
+        long[] records = new long[1];
+        ExecutorService reader = Executors.newSingleThreadExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "txn-preserver-restore-" + coordinatorId);
+            thread.setDaemon(true);
+            return thread;
+        });
+        stateTopic.readToEnd((key, value) -> {
+            records[0]++;
+            collect(read, key, value);
+        }, reader).whenComplete((ignored, error) -> {
+            reader.shutdown();
+            if (error == null) {
+                runOnExecutor(() -> finishRestore(read, records[0], startNanos));
+                return;
+            }
+            if (closed) {
+                return;
+            }
+            log.error("Coordinator {}: could not read its state topic {}; retrying in {} ms (lookups of ended"
+                    + " transactions wait)", coordinatorId, stateTopic, retryDelayMillis, error);
+            try {
+                executor.schedule(() -> readStateTopic(Math.min(2 * retryDelayMillis, MAX_RETRY_DELAY_MILLIS)),
+                        retryDelayMillis, TimeUnit.MILLISECONDS);
+            } catch (RejectedExecutionException shuttingDown) {
+                log.debug("Coordinator {}: not retrying the restore, closed", coordinatorId);
+            }
+        });
+    }
+
+    private void finishRestore(RestoredOutcomes read, long records, long startNanos) {
+        if (closed) {
+            return;
+        }
+        List<KeptOutcomes.BlockWrite> migrated = kept.mergeRestored(read, clock.millis());
+        List<String> legacyKeys = read.legacyKeys();
+        List<CompletableFuture<Void>> migratedDurable = new ArrayList<>();
+        for (KeptOutcomes.BlockWrite block : migrated) {
+            migratedDurable.add(awaitDurableEventually(block.blockIndex(), block.generation()));
+        }
+        stats.restoredRecords = records;
+        stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+        restored.complete(null);
+        kept.expire(clock.millis());
+        requestFlush();
+        budget.reclaim();
+        if (!legacyKeys.isEmpty()) {
+            // Copied first, deleted after: a crash in between leaves both, and the next
+            // restore reads the same outcomes from either.
+            CompletableFuture.allOf(migratedDurable.toArray(new CompletableFuture[0]))
+                    .thenRun(() -> legacyKeys.forEach(key -> deleteUntilDurable(key, FIRST_RETRY_DELAY_MILLIS)));
+        }
+        log.info("Coordinator {}: restored {} kept transaction outcomes from {} state-topic records in {} ms"
+                + " ({} malformed records skipped, {} outcomes of earlier formats moved into {} blocks)",
+                coordinatorId, kept.size(), records, stats.restoreMillis, stats.malformedRecords.sum(),
+                legacyKeys.size(), migrated.size());
+    }
+
+    private CompletableFuture<Void> awaitDurableEventually(long blockIndex, long generation) {
+        return awaitDurable(blockIndex, generation).exceptionallyCompose(error -> closed
+                ? CompletableFuture.failedFuture(error) : awaitDurableEventually(blockIndex, generation));
+    }
+
+    private void collect(RestoredOutcomes read, String key, byte[] value) {
+        try {
+            if (key == null || key.isEmpty()) {
+                throw new MalformedRecordException("entry has no key");
+            }
+            if (StateRecordCodec.isBlockKey(key)) {
+                long index = StateRecordCodec.blockIndexOf(key);
+                if (value == null) {
+                    read.blockDeleted(index);
+                } else {
+                    try {
+                        read.block(StateRecordCodec.decodeBlock(key, value, coordinatorId));
+                    } catch (MalformedRecordException e) {
+                        read.blockDeleted(index);
+                        throw e;
+                    }
+                }
+                return;
+            }
+            if (value == null) {
+                read.legacyDeleted(key);
+                return;
+            }
+            try {
+                StoredRecord restored = StateRecordCodec.decode(key, value);
+                if (restored.outcome().txnId().getMostSigBits() != coordinatorId) {
+                    throw new MalformedRecordException("record under key '" + key + "' is of "
+                            + restored.outcome().txnId() + ", not of coordinator " + coordinatorId);
+                }
+                read.legacy(key, restored.outcome());
+            } catch (MalformedRecordException e) {
+                read.legacyDeleted(key);
+                throw e;
+            }
         } catch (MalformedRecordException e) {
-            survivors.remove(key);
             stats.malformedRecords.increment();
             log.warn("Coordinator {}: skipping malformed state-topic record: {}", coordinatorId, e.getMessage());
         }
     }
 
-    /**
-     * Admits restored records in log order. A client whose records sit in consecutive slots
-     * ({@code s, s+1, ...} modulo the count) keeps them in place; any other layout (the count
-     * changed, or 0.1's per-transaction keys) is moved to slots {@code 0..n-1}, its newest
-     * {@code count} records only, and its old keys are deleted unless a moved record
-     * overwrites them. The writes are listed in the order they must land.
-     */
-    private final class RestorePlan {
-
-        private final Collection<StoredRecord> survivors;
-        private final Map<String, ClientLayout> layouts = new HashMap<>();
-        private final ClientLayout withoutOwner = new ClientLayout();
-        private final List<StateWrite> writes = new ArrayList<>();
-        private final List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
-        private final long now = clock.millis();
-
-        RestorePlan(Collection<StoredRecord> survivors) {
-            this.survivors = survivors;
-        }
-
-        List<StateWrite> admit() {
-            int limit = kept.perClientLimit();
-            for (StoredRecord record : survivors) {
-                if (!isExpired(record)) {
-                    layoutOf(record.outcome().owner()).observe(record.key().slot(), limit);
-                }
-            }
-            for (StoredRecord record : survivors) {
-                ClientLayout layout = layoutOf(record.outcome().owner());
-                if (isExpired(record)) {
-                    deleteUnlessMovedOnto(record.key(), layout);
-                } else if (layout.inPlace) {
-                    restoreInto(record.outcome(), record.key().slot());
-                } else {
-                    move(record, layout);
-                }
-            }
-            return writes;
-        }
-
-        private void move(StoredRecord record, ClientLayout layout) {
-            layout.seen++;
-            if (layout.seen <= layout.count - layout.movedSlots) {
-                deleteUnlessMovedOnto(record.key(), layout);
-                return;
-            }
-            KeptOutcome outcome = record.outcome();
-            int slot = layout.nextSlot++;
-            restoreInto(outcome, slot);
-            if (!(record.key().isSlot() && record.key().slot() == slot)) {
-                writes.add(StateWrite.record(outcome.owner(), slot, StateRecordCodec.encode(outcome)));
-                deleteUnlessMovedOnto(record.key(), layout);
-            }
-        }
-
-        private void restoreInto(KeptOutcome outcome, int slot) {
-            kept.restore(outcome.txnId(), outcome.outcome(), outcome.owner(), outcome.endTimeMillis(), slot, vacated);
-            for (KeptOutcomes.SlotMark emptied : vacated) {
-                writes.add(StateWrite.slotTombstone(emptied.owner(), emptied.slot()));
-            }
-            vacated.clear();
-        }
-
-        /** Deletes a stored key unless its client is moving and one of its new slots overwrites it. */
-        private void deleteUnlessMovedOnto(StateRecordCodec.StoredKey key, ClientLayout layout) {
-            if (!key.isSlot()) {
-                writes.add(StateWrite.legacyTombstone(StateRecordCodec.legacyKeyOf(key.legacyTxn())));
-            } else if (layout.inPlace || key.slot() >= layout.movedSlots) {
-                writes.add(StateWrite.slotTombstone(key.owner(), key.slot()));
-            }
-        }
-
-        private boolean isExpired(StoredRecord record) {
-            return kept.isExpired(record.outcome().endTimeMillis(), now);
-        }
-
-        private ClientLayout layoutOf(String owner) {
-            return owner == null ? withoutOwner : layouts.computeIfAbsent(owner, ignored -> new ClientLayout());
-        }
-    }
-
-    /** How one client's restored, unexpired records sit in its slots. */
-    private static final class ClientLayout {
-        int count;
-        int lastSlot = -1;
-        boolean inPlace = true;
-        /** For a client that moves: how many slots it fills, 0..movedSlots-1. */
-        int movedSlots;
-        int seen;
-        int nextSlot;
-
-        void observe(int slot, int limit) {
-            if (slot < 0 || slot >= limit || (count > 0 && slot != (lastSlot + 1) % limit)) {
-                inPlace = false;
-            }
-            lastSlot = slot;
-            count++;
-            movedSlots = Math.min(count, limit);
-        }
-    }
-
-    /**
-     * A state-topic write decided at restore: a record moved to a slot, or a tombstone of a
-     * slot or of a 0.1 key. Writes to a slot are guarded, once restore is done, so that a
-     * retry never lands on a newer record that took the slot.
-     */
-    private record StateWrite(String key, byte[] valueOrNull, String slotOwner, int slot) {
-
-        static StateWrite record(String owner, int slot, byte[] value) {
-            return new StateWrite(StateRecordCodec.slotKey(owner, slot), value, owner, slot);
-        }
-
-        static StateWrite slotTombstone(String owner, int slot) {
-            return new StateWrite(StateRecordCodec.slotKey(owner, slot), null, owner, slot);
-        }
-
-        static StateWrite legacyTombstone(String key) {
-            return new StateWrite(key, null, null, -1);
+    private void runOnExecutor(Runnable task) {
+        try {
+            executor.execute(() -> runSafely(task));
+        } catch (RejectedExecutionException shuttingDown) {
+            log.debug("Coordinator {}: closed", coordinatorId);
         }
     }
 
@@ -374,74 +522,24 @@ public final class TransactionMetadataPreserver {
         }
     }
 
-    private void send(StateWrite write) {
-        KeptOutcomes.SlotMark guard = write.slot() < 0 ? null : kept.markOf(write.slotOwner(), write.slot());
-        if (write.valueOrNull() != null) {
-            writeUntilDurable(write.key(), write.valueOrNull(), guard, FIRST_RETRY_DELAY_MILLIS);
-        } else {
-            deleteUntilDurable(write.key(), guard, FIRST_RETRY_DELAY_MILLIS);
-        }
-    }
-
-    private void deleteVacated(KeptOutcomes.SlotMark slot) {
-        deleteUntilDurable(StateRecordCodec.slotKey(slot.owner(), slot.slot()), slot, FIRST_RETRY_DELAY_MILLIS);
-    }
-
-    /**
-     * Deletes a key, retrying with backoff until the tombstone lands. A slot's tombstone is
-     * sent only while the slot is still empty, checked in the same critical section as the
-     * writes that take slots: once a new record has taken it, the tombstone would delete
-     * that record instead.
-     */
-    private void deleteUntilDurable(String key, KeptOutcomes.SlotMark guard, long nextDelayMillis) {
+    /** Deletes a key of an earlier format, retrying with backoff until the tombstone lands. */
+    private void deleteUntilDurable(String key, long nextDelayMillis) {
         if (closed) {
             return;
         }
-        CompletableFuture<Void> tombstone;
-        synchronized (writeOrder) {
-            if (guard != null && kept.isTakenSince(guard)) {
-                return;
-            }
-            tombstone = stateTopic.delete(key);
-        }
-        tombstone.exceptionally(error -> {
+        stateTopic.delete(key).exceptionally(error -> {
             stats.tombstoneWriteRetries.increment();
-            retryLater("tombstone for " + key, error, nextDelayMillis,
-                    () -> deleteUntilDurable(key, guard, Math.min(nextDelayMillis * 2, MAX_RETRY_DELAY_MILLIS)));
-            return null;
-        });
-    }
-
-    /** Writes a record moved at restore, retrying with backoff until it lands or its slot is taken. */
-    private void writeUntilDurable(String key, byte[] value, KeptOutcomes.SlotMark guard, long nextDelayMillis) {
-        if (closed) {
-            return;
-        }
-        CompletableFuture<Void> write;
-        synchronized (writeOrder) {
-            if (kept.isTakenSince(guard)) {
-                return;
+            if (closed) {
+                return null;
             }
-            write = stateTopic.write(key, value);
-        }
-        write.exceptionally(error -> {
-            stats.recordWriteFailures.increment();
-            retryLater("moved record under " + key, error, nextDelayMillis, () -> writeUntilDurable(key, value, guard,
-                    Math.min(nextDelayMillis * 2, MAX_RETRY_DELAY_MILLIS)));
+            try {
+                executor.schedule(() -> deleteUntilDurable(key, Math.min(nextDelayMillis * 2, MAX_RETRY_DELAY_MILLIS)),
+                        nextDelayMillis, TimeUnit.MILLISECONDS);
+            } catch (RejectedExecutionException shuttingDown) {
+                log.debug("Coordinator {}: not retrying the tombstone of {}, closed", coordinatorId, key);
+            }
             return null;
         });
-    }
-
-    private void retryLater(String what, Throwable error, long delayMillis, Runnable retry) {
-        if (closed) {
-            return;
-        }
-        log.warn("Coordinator {}: {} failed, retrying in {} ms: {}", coordinatorId, what, delayMillis,
-                error.toString());
-        try {
-            executor.schedule(retry, delayMillis, TimeUnit.MILLISECONDS);
-        } catch (RejectedExecutionException shuttingDown) {
-            log.debug("Coordinator {}: not retrying {}, shutting down", coordinatorId, what);
-        }
+        stateTopic.flush();
     }
 }

@@ -94,6 +94,11 @@ public final class PulsarStateTopic implements StateTopic {
     }
 
     @Override
+    public void flush() {
+        producer.flushAsync();
+    }
+
+    @Override
     public CompletableFuture<Void> readToEnd(Visitor visitor, Executor readerThread) {
         byte[] nonce = UUID.randomUUID().toString().getBytes(StandardCharsets.UTF_8);
         return producer.newMessage().key(BARRIER_KEY).value(nonce).sendAsync()

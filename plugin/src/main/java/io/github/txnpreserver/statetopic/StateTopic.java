@@ -18,6 +18,10 @@ public interface StateTopic {
     /** Writes a tombstone for {@code key}, so that compaction drops it. */
     CompletableFuture<Void> delete(String key);
 
+    /** Sends what was written so far without waiting for a batching delay. */
+    default void flush() {
+    }
+
     /**
      * Reads the topic's compacted view from the start up to a fixed end (its state when the
      * call began) and hands each entry to {@code visitor} in log order; a tombstone is

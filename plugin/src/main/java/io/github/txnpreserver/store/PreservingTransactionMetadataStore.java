@@ -67,8 +67,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
     private final Runnable onClosed;
-    /** The newest outcome record written for each ending transaction, by sequence id. */
-    private final Map<Long, Preservation> preserving = new ConcurrentHashMap<>();
     /** The finishing-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
     /** The terminal-entry step in flight per transaction, so that concurrent ends share one. */
@@ -111,7 +109,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     public CompletableFuture<TxnMeta> getTxnMeta(TxnID txnId) {
         OutcomeResolver.Answer answer = resolver.resolve(txnId);
         return switch (answer.resolution()) {
-            case NOT_FOUND -> FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
+            case NOT_FOUND -> preserver.isRestoring()
+                    // Its outcome may be in the part of the state topic not read yet.
+                    ? preserver.restored().thenCompose(restored -> getTxnMeta(txnId))
+                    : FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
             case FINISHING -> {
                 crashPoint(CrashPoint.Step.DURING_MARKERS, 2);
                 yield CompletableFuture.completedFuture(EndMarkerRefusal.installed()
@@ -156,7 +157,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     public CompletableFuture<Void> closeAsync() {
         return super.closeAsync().thenCompose(ignored -> {
             onClosed.run();
-            preserving.clear();
             beginning.clear();
             ending.clear();
             liveEnds.values().forEach(waiting -> waiting.completeExceptionally(
@@ -169,31 +169,21 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     /**
      * Step 1: the finishing entry, and in parallel the (speculative) outcome record.
      * Concurrent identical requests share one entry: the stock store would append a second
-     * one and then refuse the request that appended it.
+     * one and then refuse the request that appended it. A request that finds the
+     * transaction no longer OPEN (a timeout-abort racing a commit that won, or the reverse)
+     * writes no record: the stock store refuses it, and its record must not land after the
+     * winner's.
      */
     private CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                 boolean isTimeout) {
         return joinOrRun(beginning, txnId, newStatus, () -> {
             TxnMeta live = liveTxnMeta(txnId);
-            if (live != null) {
-                writeRecord(txnId, Outcome.of(newStatus), live.getOwner());
+            if (live != null && live.status() == TxnStatus.OPEN) {
+                preserver.writeSpeculative(txnId, Outcome.of(newStatus), live.getOwner());
             }
             return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)
                     .thenRun(() -> crashPoint(CrashPoint.Step.AFTER_FINISHING_ENTRY, 0));
         });
-    }
-
-    /**
-     * Writes the outcome record unless the newest record of the transaction already says
-     * this outcome (written or being written); a record for another outcome, or one whose
-     * write failed, is superseded by a new write in the same slot, which the coordinator's
-     * single producer orders after it.
-     */
-    private Preservation writeRecord(TxnID txnId, Outcome outcome, String owner) {
-        return preserving.compute(txnId.getLeastSigBits(), (sequence, newest) ->
-                newest != null && newest.outcome() == outcome && !newest.record().durable().isCompletedExceptionally()
-                        ? newest : new Preservation(outcome, preserver.persist(txnId, outcome, owner,
-                                newest == null ? null : newest.record())));
     }
 
     /**
@@ -216,21 +206,19 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     /**
-     * Step 2, once the markers are sent: the decided outcome's record must be the newest
-     * durable one; then the outcome is kept in memory, before the terminal entry makes the
-     * live transaction disappear. A failed write is reported as a failure the broker
-     * retries; the retry writes the record again, in the same slot.
+     * Step 2, once the markers are sent: the decided outcome's record must be durable (its
+     * speculative record usually is by now; it is written again if it said the other
+     * outcome), before the terminal entry makes the live transaction disappear. A failed
+     * write is reported as a failure the broker retries; the block is written again, and the
+     * retry waits for the same record.
      */
     private CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
-        Preservation record = writeRecord(txnId, decided, owner);
-        return record.record().durable().handle((durable, error) -> {
+        return preserver.decide(txnId, decided, owner).handle((durable, error) -> {
             if (error != null) {
-                // Left in place: the broker's retry writes it again, in the same slot.
                 throw new CompletionException(new StateTopicWriteException(
                         "Outcome of " + txnId + " is not durable in the state topic yet",
                         FutureUtil.unwrapCompletionException(error)));
             }
-            preserver.keep(durable);
             crashPoint(CrashPoint.Step.AFTER_RECORD_BEFORE_TERMINAL_ENTRY, 0);
             return null;
         });
@@ -239,7 +227,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     /** The terminal entry is durable: the transaction is no longer live. */
     private void ended(TxnID txnId) {
         crashPoint(CrashPoint.Step.AFTER_TERMINAL_ENTRY, 0);
-        preserving.remove(txnId.getLeastSigBits());
+        preserver.ended(txnId);
         CompletableFuture<Void> waiting = liveEnds.remove(txnId.getLeastSigBits());
         if (waiting != null) {
             waiting.complete(null);
@@ -260,6 +248,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     private CompletableFuture<Void> answerFromKeptOutcome(TxnID txnId, TxnStatus newStatus) {
         KeptOutcome kept = preserver.find(txnId);
+        if (kept == null && preserver.isRestoring()) {
+            return preserver.restored().thenCompose(restored -> answerFromKeptOutcome(txnId, newStatus));
+        }
         if (kept == null) {
             return FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
         }
@@ -301,10 +292,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     private record InFlight(TxnStatus status, CompletableFuture<Void> result) {
-    }
-
-    /** An outcome record of a transaction and its durability. */
-    private record Preservation(Outcome outcome, TransactionMetadataPreserver.Persisting record) {
     }
 
     private static void crashPoint(CrashPoint.Step step, long delayMillis) {

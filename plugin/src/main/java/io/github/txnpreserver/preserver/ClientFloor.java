@@ -1,0 +1,192 @@
+package io.github.txnpreserver.preserver;
+
+import it.unimi.dsi.fastutil.longs.Long2LongOpenHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * PIP-255's per-client count as a floor under the time window: each client's (owner role's)
+ * newest {@code perClient} decided outcomes, kept even once the memory bound has pushed the
+ * window past them, so that a busy role cannot push a quiet role's recent outcomes out.
+ *
+ * <p>Each client has a ring of its newest sequences, in end order; every entry is also
+ * indexed by sequence with its outcome packed in a long (end time, owner id, committed), so
+ * a lookup needs no block. At most {@code cap} entries in all: past it, the client that
+ * ended a transaction least recently loses its oldest first.
+ *
+ * <p>Not thread-safe: {@link KeptOutcomes} guards it.
+ */
+final class ClientFloor {
+
+    /** Ring slot, index entry (at fastutil's load factor), rounded up. */
+    static final int BYTES_PER_ENTRY = 40;
+    private static final int BYTES_PER_CLIENT = 96;
+
+    private final int perClient;
+    private final int cap;
+    private final Long2LongOpenHashMap entries = new Long2LongOpenHashMap();
+    /** Least recently ending client first. */
+    private final LinkedHashMap<Integer, Ring> rings = new LinkedHashMap<>(16, 0.75f, true);
+    private long capped;
+
+    /** Receives an entry that left the floor. */
+    @FunctionalInterface
+    interface Removal {
+        void removed(long sequence, long packed);
+    }
+
+    ClientFloor(int perClient, int cap) {
+        this.perClient = perClient;
+        this.cap = cap;
+        entries.defaultReturnValue(0);
+    }
+
+    static long pack(int time, int owner, boolean committed) {
+        return ((long) time << 32) | ((long) owner << 1) | (committed ? 1 : 0);
+    }
+
+    static int timeOf(long packed) {
+        return (int) (packed >> 32);
+    }
+
+    static int ownerOf(long packed) {
+        return (int) ((packed & 0xFFFF_FFFFL) >>> 1);
+    }
+
+    static boolean committedOf(long packed) {
+        return (packed & 1) != 0;
+    }
+
+    boolean contains(long sequence) {
+        return entries.containsKey(sequence);
+    }
+
+    /** The packed outcome of a sequence, or {@code none} if it is not in the floor. */
+    long get(long sequence, long none) {
+        return entries.containsKey(sequence) ? entries.get(sequence) : none;
+    }
+
+    /**
+     * Adds a client's newest decided outcome. Sequences it pushes out (the client's oldest
+     * past {@code perClient}, and what the cap takes) go to {@code removed}.
+     */
+    boolean add(long sequence, int owner, int time, boolean committed, Removal removed) {
+        if (entries.containsKey(sequence)) {
+            return false;
+        }
+        Ring ring = rings.get(owner);
+        if (ring == null) {
+            ring = new Ring();
+            rings.put(owner, ring);
+        }
+        entries.put(sequence, pack(time, owner, committed));
+        long pushedOut = ring.push(sequence, perClient);
+        if (pushedOut >= 0 && entries.containsKey(pushedOut)) {
+            removed.removed(pushedOut, entries.remove(pushedOut));
+        }
+        while (entries.size() > cap) {
+            Iterator<Map.Entry<Integer, Ring>> leastRecent = rings.entrySet().iterator();
+            Map.Entry<Integer, Ring> client = leastRecent.next();
+            long oldest = client.getValue().popOldest();
+            if (client.getValue().isEmpty()) {
+                leastRecent.remove();
+            }
+            if (oldest >= 0 && entries.containsKey(oldest)) {
+                removed.removed(oldest, entries.remove(oldest));
+                capped++;
+            }
+        }
+        return true;
+    }
+
+    /** Drops entries whose end time is at or before {@code expiredThrough}; their sequences go to {@code removed}. */
+    void expire(int expiredThrough, Removal removed) {
+        for (Iterator<Map.Entry<Integer, Ring>> clients = rings.entrySet().iterator(); clients.hasNext(); ) {
+            Ring ring = clients.next().getValue();
+            while (!ring.isEmpty()) {
+                long oldest = ring.peekOldest();
+                if (entries.containsKey(oldest) && timeOf(entries.get(oldest)) > expiredThrough) {
+                    break;
+                }
+                ring.popOldest();
+                if (entries.containsKey(oldest)) {
+                    removed.removed(oldest, entries.remove(oldest));
+                }
+            }
+            if (ring.isEmpty()) {
+                clients.remove();
+            }
+        }
+    }
+
+    int size() {
+        return entries.size();
+    }
+
+    /** Entries dropped by the cap, since creation. */
+    long capped() {
+        return capped;
+    }
+
+    /** Visits every entry. */
+    void forEach(Removal visitor) {
+        entries.long2LongEntrySet().fastForEach(entry -> visitor.removed(entry.getLongKey(), entry.getLongValue()));
+    }
+
+    int clients() {
+        return rings.size();
+    }
+
+    long bytes() {
+        return (long) BYTES_PER_ENTRY * entries.size() + (long) BYTES_PER_CLIENT * rings.size();
+    }
+
+    void clear() {
+        entries.clear();
+        rings.clear();
+    }
+
+    /** One client's newest sequences, oldest first; grown with use up to the per-client count. */
+    private static final class Ring {
+        private long[] sequences = new long[4];
+        private int head;
+        private int size;
+
+        long push(long sequence, int limit) {
+            long pushedOut = -1;
+            if (size == limit) {
+                pushedOut = popOldest();
+            }
+            if (size == sequences.length) {
+                long[] grown = new long[Math.min(limit, sequences.length * 2)];
+                for (int i = 0; i < size; i++) {
+                    grown[i] = sequences[(head + i) % sequences.length];
+                }
+                sequences = grown;
+                head = 0;
+            }
+            sequences[(head + size) % sequences.length] = sequence;
+            size++;
+            return pushedOut;
+        }
+
+        long peekOldest() {
+            return sequences[head];
+        }
+
+        long popOldest() {
+            if (size == 0) {
+                return -1;
+            }
+            long oldest = sequences[head];
+            head = (head + 1) % sequences.length;
+            size--;
+            return oldest;
+        }
+
+        boolean isEmpty() {
+            return size == 0;
+        }
+    }
+}
