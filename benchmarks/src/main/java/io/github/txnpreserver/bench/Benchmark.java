@@ -1,5 +1,7 @@
 package io.github.txnpreserver.bench;
 
+import io.github.txnpreserver.config.PreserverConfig;
+
 import io.github.txnpreserver.it.LocalPulsar;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,19 +40,21 @@ public final class Benchmark {
         int perfSeconds = quick ? 10 : 20;
 
         say("== In-process figures (this JVM, no broker) ==");
-        long heapPerOutcome = InProcessFigures.heapBytesPerOutcome(1_000_000, 10_000);
-        say("heap per kept outcome (1 M outcomes, 10 000 clients): %d bytes", heapPerOutcome);
-        long distinctClientsHeap = InProcessFigures.heapBytesUnderDistinctClients(1_000_000, 100_000);
-        say("heap of one coordinator after 1 M distinct clients ended one transaction each (cap 100 000): %.1f MB",
-                distinctClientsHeap / 1e6);
-        double restoreSeconds = InProcessFigures.restoreSeconds(1_000_000, 10_000);
-        say("restore of 1 M kept outcomes (decode + admit): %.2f s", restoreSeconds);
-        Map<Integer, Long> bytesPerTxn = new LinkedHashMap<>();
+        double heapNoOwner = InProcessFigures.heapBytesPerOutcome(10_000_000, 0);
+        say("heap per kept outcome (10 M outcomes, no owner): %.2f bytes", heapNoOwner);
+        double heapOwners = InProcessFigures.heapBytesPerOutcome(10_000_000, 1000);
+        say("heap per kept outcome (10 M outcomes, 1 000 owner roles): %.2f bytes", heapOwners);
+        double accounted = InProcessFigures.accountedBytesPerOutcome(10_000_000, 0);
+        say("bytes per outcome as the memory bound counts them (no owner): %.2f", accounted);
+        double restoreSeconds = InProcessFigures.restoreSeconds(10_000_000, 0);
+        say("restore of 10 M kept outcomes (decode + merge + floor): %.2f s", restoreSeconds);
+        Map<Integer, double[]> costPerTxn = new LinkedHashMap<>();
         for (int count : new int[] {1, 100, 10_000}) {
-            bytesPerTxn.put(count, InProcessFigures.stateTopicBytesPerTransaction(count, 20_000));
-            say("state-topic bytes per ended transaction, transactionMetaPersistCount=%d: %d", count,
-                    bytesPerTxn.get(count));
+            costPerTxn.put(count, InProcessFigures.stateTopicCostPerTransaction(count, 20_000));
+            say("state topic per ended transaction, one client ending one at a time, transactionMetaPersistCount=%d:"
+                    + " %.0f bytes, %.3f messages", count, costPerTxn.get(count)[0], costPerTxn.get(count)[1]);
         }
+        long memoryBound = PreserverConfig.DEFAULT_MAX_MEMORY_IN_MB << 20;
 
         say("");
         say("== Brokers: stock (plugin not installed) vs plugin (transactionMetaPersistCount=100), %d round(s) ==",
@@ -89,13 +93,22 @@ public final class Benchmark {
         }
         throughputRatio /= CLIENTS.length;
         say("");
+        double cpuRatio = plugin.cpuPerTxn(CLIENTS[CLIENTS.length - 1]) / stock.cpuPerTxn(CLIENTS[CLIENTS.length - 1]);
+        double maxRate = plugin.throughput(CLIENTS[CLIENTS.length - 1]);
+        double windowSeconds = memoryBound / accounted / maxRate;
+        say("window the install defaults give at %.0f txn/s (%d MiB / %.2f bytes per outcome): %.0f s", maxRate,
+                memoryBound >> 20, accounted, windowSeconds);
+        say("");
         say("Targets: p50 and p99 ratio <= 1.03; throughput ratio (mean over 1, 8, 32 clients) >= 0.97;"
-                + " bytes per txn flat across counts; heap <= 100 bytes per outcome; 1 M restore <= 5 s.");
-        say("RESULT p50_ratio=%.3f p99_ratio=%.3f throughput_ratio=%.3f bytes_per_txn_count1=%d"
-                        + " bytes_per_txn_count100=%d bytes_per_txn_count10000=%d heap_bytes_per_outcome=%d"
-                        + " restore_1m_seconds=%.2f",
-                p50Ratio, p99Ratio, throughputRatio, bytesPerTxn.get(1), bytesPerTxn.get(100),
-                bytesPerTxn.get(10_000), heapPerOutcome, restoreSeconds);
+                + " CPU per txn ratio at 32 clients <= 1.05; heap <= 8 bytes per outcome; 10 M restore <= 5 s;"
+                + " window at the 32-client rate >= 900 s.");
+        say("RESULT p50_ratio=%.3f p99_ratio=%.3f throughput_ratio=%.3f bytes_per_txn_count1=%.0f"
+                        + " bytes_per_txn_count100=%.0f bytes_per_txn_count10000=%.0f messages_per_txn=%.3f"
+                        + " heap_bytes_per_outcome=%.2f heap_bytes_per_outcome_1000_owners=%.2f"
+                        + " restore_10m_seconds=%.2f cpu_per_txn_ratio=%.3f window_seconds_at_max_rate=%.0f",
+                p50Ratio, p99Ratio, throughputRatio, costPerTxn.get(1)[0], costPerTxn.get(100)[0],
+                costPerTxn.get(10_000)[0], costPerTxn.get(100)[1], heapNoOwner, heapOwners, restoreSeconds, cpuRatio,
+                windowSeconds);
     }
 
     private static void measure(Side side, LocalPulsar pulsar, int round, int latencyTxns, Duration brokerWarmup,

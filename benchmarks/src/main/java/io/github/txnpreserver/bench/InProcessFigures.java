@@ -1,7 +1,6 @@
 package io.github.txnpreserver.bench;
 
 import io.github.txnpreserver.config.PreserverConfig;
-import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.KeptOutcomes;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
@@ -28,73 +27,88 @@ final class InProcessFigures {
     }
 
     /**
-     * Heap retained per kept outcome: 1 M outcomes of 10 000 clients, measured as the used
-     * heap after full collections, before and after, divided by the count.
+     * Heap retained per kept outcome: {@code outcomes} consecutive transactions ended in
+     * order, their owners round-robin over {@code owners} roles (0: no owner, as with
+     * authentication off), measured as the used heap after full collections, before and
+     * after, divided by the count. The floor (100 per client) is included.
      */
-    static long heapBytesPerOutcome(int outcomes, int clients) {
-        String[] owners = new String[clients];
-        for (int i = 0; i < clients; i++) {
-            owners[i] = "client-" + i;
+    static double heapBytesPerOutcome(int outcomes, int owners) {
+        String[] names = new String[Math.max(owners, 1)];
+        for (int i = 0; i < names.length; i++) {
+            names[i] = owners == 0 ? null : "role-" + i;
         }
         long before = usedHeapAfterGc();
-        KeptOutcomes kept = new KeptOutcomes(TC, outcomes, outcomes, Duration.ofHours(72).toMillis());
-        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
+        KeptOutcomes kept = new KeptOutcomes(TC, 100, 100_000, Duration.ofHours(72).toMillis());
+        long now = System.currentTimeMillis();
         for (int i = 0; i < outcomes; i++) {
-            kept.admit(new TxnID(TC, i), i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED, i,
-                    kept.reserve(owners[i % clients]), vacated);
+            TxnID txnId = new TxnID(TC, i);
+            kept.decide(txnId, i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED, names[i % names.length],
+                    now + i / 3);
+            kept.ended(txnId);
+            if ((i & 255) == 255) {
+                kept.drainDirty().forEach(kept::landed);
+            }
         }
+        kept.drainDirty().forEach(kept::landed);
         long after = usedHeapAfterGc();
         if (kept.size() != outcomes) {
             throw new IllegalStateException("kept " + kept.size());
         }
-        return (after - before) / outcomes;
+        return (after - before) / (double) outcomes;
     }
 
-    /**
-     * Heap retained by one coordinator's kept outcomes when {@code clients} distinct clients
-     * each end one transaction, with the per-coordinator cap: bounded by the cap, not by the
-     * number of clients.
-     */
-    static long heapBytesUnderDistinctClients(int clients, int perCoordinatorCap) {
-        long before = usedHeapAfterGc();
-        KeptOutcomes kept = new KeptOutcomes(TC, 100, perCoordinatorCap, Duration.ofHours(72).toMillis());
-        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
-        for (int i = 0; i < clients; i++) {
-            kept.admit(new TxnID(TC, i), Outcome.COMMITTED, i, kept.reserve("client-" + i), vacated);
-            vacated.clear();
-        }
-        long after = usedHeapAfterGc();
-        if (kept.size() != Math.min(clients, perCoordinatorCap)) {
-            throw new IllegalStateException("kept " + kept.size());
-        }
-        return after - before;
-    }
-
-    /** Seconds to restore {@code records} kept outcomes from a state topic already in memory. */
-    static double restoreSeconds(int records, int clients) {
-        List<byte[]> keys = new ArrayList<>(records);
-        List<byte[]> values = new ArrayList<>(records);
+    /** The plugin's own estimate of the same heap, as the memory bound counts it. */
+    static double accountedBytesPerOutcome(int outcomes, int owners) {
+        KeptOutcomes kept = new KeptOutcomes(TC, 100, 100_000, Duration.ofHours(72).toMillis());
         long now = System.currentTimeMillis();
-        for (int i = 0; i < records; i++) {
+        for (int i = 0; i < outcomes; i++) {
             TxnID txnId = new TxnID(TC, i);
-            String client = "client-" + (i % clients);
-            keys.add(StateRecordCodec.slotKey(client, i / clients).getBytes(StandardCharsets.UTF_8));
-            values.add(StateRecordCodec.encode(new KeptOutcome(txnId, Outcome.COMMITTED, client, now)));
+            kept.decide(txnId, Outcome.COMMITTED, owners == 0 ? null : "role-" + (i % owners), now + i / 3);
+            kept.ended(txnId);
+            if ((i & 255) == 255) {
+                kept.drainDirty().forEach(kept::landed);
+            }
+        }
+        kept.drainDirty().forEach(kept::landed);
+        return kept.bytes() / (double) outcomes;
+    }
+
+    /** Seconds to restore {@code outcomes} kept outcomes (256 per block record) from a state topic in memory. */
+    static double restoreSeconds(int outcomes, int owners) {
+        List<byte[]> keys = new ArrayList<>();
+        List<byte[]> values = new ArrayList<>();
+        long now = System.currentTimeMillis();
+        KeptOutcomes source = new KeptOutcomes(TC, 100, 100_000, Duration.ofHours(72).toMillis());
+        for (int i = 0; i < outcomes; i++) {
+            TxnID txnId = new TxnID(TC, i);
+            source.decide(txnId, i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
+                    owners == 0 ? null : "role-" + (i % owners), now);
+            source.ended(txnId);
+            if ((i & 255) == 255 || i == outcomes - 1) {
+                for (KeptOutcomes.BlockWrite block : source.drainDirty()) {
+                    keys.add(StateRecordCodec.blockKey(block.blockIndex()).getBytes(StandardCharsets.UTF_8));
+                    values.add(StateRecordCodec.encodeBlock(block.recordOrNull()));
+                }
+                source.clear();
+            }
         }
         StateTopic topic = new ReplayOnlyTopic(keys, values);
-        PreserverConfig config = new PreserverConfig(records, records, Duration.ofHours(72), Duration.ofMinutes(5),
-                Duration.ofMinutes(1));
+        PreserverConfig config = new PreserverConfig(100, 100_000, Duration.ofHours(72), Duration.ofMinutes(5),
+                Duration.ofMinutes(1), 1L << 40);
         ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
         try {
             // One warm-up pass so that the figure is not the JIT's.
-            new TransactionMetadataPreserver(TC, config, topic, Clock.systemUTC(), executor).restore().join();
+            TransactionMetadataPreserver warmUp = new TransactionMetadataPreserver(TC, config, topic,
+                    Clock.systemUTC(), executor);
+            warmUp.restore().join();
+            warmUp.keptOutcomes().clear();
             TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic,
                     Clock.systemUTC(), executor);
             long start = System.nanoTime();
             preserver.restore().join();
             double seconds = (System.nanoTime() - start) / 1e9;
-            if (preserver.keptCount() != records) {
-                throw new IllegalStateException("restored " + preserver.keptCount() + " of " + records);
+            if (preserver.keptCount() != outcomes) {
+                throw new IllegalStateException("restored " + preserver.keptCount() + " of " + outcomes);
             }
             return seconds;
         } finally {
@@ -103,12 +117,10 @@ final class InProcessFigures {
     }
 
     /**
-     * Bytes the preserver writes to the state topic (keys and values, records and
-     * tombstones) per ended transaction, in steady state: one client ends transactions
-     * beyond its retention count, so every new outcome evicts an old one (its record
-     * overwrites the evicted one's slot).
+     * State-topic cost per ended transaction when one client ends its transactions one after
+     * another (no two in one flush, the worst case for grouping): {bytes, messages}.
      */
-    static long stateTopicBytesPerTransaction(int persistCount, int measured) {
+    static double[] stateTopicCostPerTransaction(int persistCount, int measured) {
         CountingTopic topic = new CountingTopic();
         PreserverConfig config = new PreserverConfig(persistCount, Math.max(persistCount, 1), Duration.ofHours(72),
                 Duration.ofMinutes(5), Duration.ofMinutes(1));
@@ -116,15 +128,18 @@ final class InProcessFigures {
         try {
             TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic,
                     Clock.systemUTC(), executor);
+            preserver.restore().join();
             long sequence = 0;
-            for (int i = 0; i < persistCount; i++) {
+            for (int i = 0; i < 1000; i++) {
                 preserver.preserve(new TxnID(TC, sequence++), Outcome.COMMITTED, "flink-job-7").join();
             }
-            long before = topic.bytes.get();
+            long bytesBefore = topic.bytes.get();
+            long messagesBefore = topic.messages.get();
             for (int i = 0; i < measured; i++) {
                 preserver.preserve(new TxnID(TC, sequence++), Outcome.COMMITTED, "flink-job-7").join();
             }
-            return (topic.bytes.get() - before) / measured;
+            return new double[] {(topic.bytes.get() - bytesBefore) / (double) measured,
+                    (topic.messages.get() - messagesBefore) / (double) measured};
         } finally {
             executor.shutdownNow();
         }
@@ -181,16 +196,19 @@ final class InProcessFigures {
     /** A state topic that counts the bytes written to it. */
     private static final class CountingTopic implements StateTopic {
         final AtomicLong bytes = new AtomicLong();
+        final AtomicLong messages = new AtomicLong();
 
         @Override
         public CompletableFuture<Void> write(String key, byte[] value) {
             bytes.addAndGet(key.length() + value.length);
+            messages.incrementAndGet();
             return CompletableFuture.completedFuture(null);
         }
 
         @Override
         public CompletableFuture<Void> delete(String key) {
             bytes.addAndGet(key.length());
+            messages.incrementAndGet();
             return CompletableFuture.completedFuture(null);
         }
 

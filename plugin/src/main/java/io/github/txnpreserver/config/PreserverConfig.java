@@ -53,6 +53,8 @@ public record PreserverConfig(
     /** 64 MiB: about 20 M outcomes without owners, 12 M with many owner roles (docs/DESIGN.md). */
     public static final long DEFAULT_MAX_MEMORY_IN_MB = 64;
     private static final long MIB = 1024 * 1024;
+    /** 0.01 MiB: a few blocks of outcomes; small bounds exist for tests of the bound itself. */
+    private static final long MIN_MEMORY_BYTES = MIB / 100;
 
     /** Settings with the default memory bound. */
     public PreserverConfig(int persistCountPerClient, int maxKeptPerCoordinator, Duration persistTime,
@@ -75,8 +77,8 @@ public record PreserverConfig(
             throw new InvalidConfigException(STUCK_REDRIVE_AFTER_IN_SECOND, stuckRedriveAfter.toSeconds(),
                     "must be at least 1");
         }
-        if (maxMemoryBytes < MIB) {
-            throw new InvalidConfigException(MAX_MEMORY_IN_MB, maxMemoryBytes / MIB, "must be at least 1");
+        if (maxMemoryBytes < MIN_MEMORY_BYTES) {
+            throw new InvalidConfigException(MAX_MEMORY_IN_MB, maxMemoryBytes / (double) MIB, "must be at least 0.01");
         }
     }
 
@@ -94,9 +96,9 @@ public record PreserverConfig(
                 1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
         long stuckSeconds = readLong(properties, STUCK_REDRIVE_AFTER_IN_SECOND, DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND,
                 1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
-        long memoryMb = readLong(properties, MAX_MEMORY_IN_MB, DEFAULT_MAX_MEMORY_IN_MB, 1, Long.MAX_VALUE / MIB);
+        long memoryBytes = readMebibytes(properties, MAX_MEMORY_IN_MB, DEFAULT_MAX_MEMORY_IN_MB);
         return new PreserverConfig(count, maxKept, persistTime, Duration.ofSeconds(seconds),
-                Duration.ofSeconds(stuckSeconds), memoryMb * MIB);
+                Duration.ofSeconds(stuckSeconds), memoryBytes);
     }
 
     /** Whether outcomes are kept at all; when not, the coordinator is the stock one. */
@@ -128,6 +130,28 @@ public record PreserverConfig(
             throw new InvalidConfigException(key, text, "must be between 1 ms and " + Long.MAX_VALUE + " ms");
         }
         return Duration.ofMillis(millis.longValue());
+    }
+
+    /** MiB with an optional fraction (0.5 is 512 KiB), as hours are read. */
+    private static long readMebibytes(Properties properties, String key, long defaultMebibytes) {
+        String text = valueOf(properties, key);
+        if (text == null) {
+            return defaultMebibytes * MIB;
+        }
+        BigDecimal mebibytes;
+        try {
+            mebibytes = new BigDecimal(text);
+        } catch (NumberFormatException e) {
+            throw new InvalidConfigException(key, text, "is not a number of MiB");
+        }
+        BigDecimal bytes = mebibytes.multiply(BigDecimal.valueOf(MIB));
+        if (bytes.compareTo(BigDecimal.valueOf(MIN_MEMORY_BYTES)) < 0) {
+            throw new InvalidConfigException(key, text, "must be at least 0.01");
+        }
+        if (bytes.compareTo(BigDecimal.valueOf(Long.MAX_VALUE)) > 0) {
+            throw new InvalidConfigException(key, text, "must be at most " + Long.MAX_VALUE / MIB);
+        }
+        return bytes.longValue();
     }
 
     private static String valueOf(Properties properties, String key) {
