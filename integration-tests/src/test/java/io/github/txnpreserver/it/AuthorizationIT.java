@@ -2,7 +2,9 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.admin.PulsarAdmin;
@@ -30,8 +32,13 @@ class AuthorizationIT {
 
     @BeforeAll
     static void startBroker() throws Exception {
-        pulsar = LocalPulsar.start("auth", Map.of(
-                "transactionMetaPersistCount", "10",
+        pulsar = startWithAuth("auth", Map.of("transactionMetaPersistCount", "10"), "alice", "bob");
+    }
+
+    /** A broker with token authentication and authorization on, and these roles granted what a client needs. */
+    private static LocalPulsar startWithAuth(String name, Map<String, String> extra, String... roles)
+            throws Exception {
+        Map<String, String> config = new java.util.LinkedHashMap<>(Map.of(
                 "authenticationEnabled", "true",
                 "authorizationEnabled", "true",
                 "authenticationProviders", "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
@@ -39,9 +46,11 @@ class AuthorizationIT {
                 "superUserRoles", "admin",
                 "brokerClientAuthenticationPlugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
                 "brokerClientAuthenticationParameters", "token:" + TOKENS.tokenFor("admin")));
-        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(pulsar.httpUrl())
+        config.putAll(extra);
+        LocalPulsar broker = LocalPulsar.start(name, config);
+        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(broker.httpUrl())
                 .authentication(AuthenticationFactory.token(TOKENS.tokenFor("admin"))).build()) {
-            for (String role : new String[] {"alice", "bob"}) {
+            for (String role : roles) {
                 admin.namespaces().grantPermissionOnNamespace("public/default", role,
                         EnumSet.of(AuthAction.produce, AuthAction.consume));
                 // A transactional client must look up the coordinators: grant exactly that topic,
@@ -50,6 +59,7 @@ class AuthorizationIT {
                         EnumSet.of(AuthAction.consume));
             }
         }
+        return broker;
     }
 
     @AfterAll
@@ -58,12 +68,20 @@ class AuthorizationIT {
     }
 
     private static PulsarClient clientOf(String role) throws Exception {
+        return clientOf(pulsar, role);
+    }
+
+    private static PulsarClient clientOf(LocalPulsar pulsar, String role) throws Exception {
         return PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).enableTransaction(true)
                 .authentication(AuthenticationFactory.token(TOKENS.tokenFor(role)))
                 .operationTimeout(30, TimeUnit.SECONDS).build();
     }
 
     private static RetryingEndClient retriesOf(String role) throws Exception {
+        return retriesOf(pulsar, role);
+    }
+
+    private static RetryingEndClient retriesOf(LocalPulsar pulsar, String role) throws Exception {
         return new RetryingEndClient(PulsarClient.builder().serviceUrl(pulsar.serviceUrl())
                 .authentication(AuthenticationFactory.token(TOKENS.tokenFor(role)))
                 .operationTimeout(30, TimeUnit.SECONDS));
@@ -91,6 +109,78 @@ class AuthorizationIT {
                 assertThat(owner.abort(ended)).isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
             }
             live.abort().get();
+        }
+    }
+
+    /**
+     * transactionMetaPersistCount is a per-client floor: when the memory bound drops the
+     * oldest blocks, each owner role's newest outcomes survive. A quiet role's few outcomes
+     * stay answerable while a busy role pushes the window far past them; the busy role's
+     * oldest are forgotten; and the floor answers only the owner.
+     */
+    @Test
+    void aQuietRolesOutcomesSurviveMemoryEvictionByABusyRole() throws Exception {
+        int floor = 5;
+        int busyCount = 10_000;
+        try (LocalPulsar broker = startWithAuth("auth-floor", Map.of(
+                "transactionMetaPersistCount", Integer.toString(floor),
+                "transactionMetaPersistMaxMemoryInMB", "0.02"), "quiet", "busy", "other")) {
+            List<TxnID> quiet = new ArrayList<>();
+            try (PulsarClient client = clientOf(broker, "quiet")) {
+                for (int i = 0; i < floor; i++) {
+                    Transaction txn = Txns.open(client, java.time.Duration.ofMinutes(5));
+                    txn.commit().get(60, TimeUnit.SECONDS);
+                    quiet.add(txn.getTxnID());
+                }
+            }
+
+            List<TxnID> busy = java.util.Collections.synchronizedList(new ArrayList<>());
+            long start = System.nanoTime();
+            try (PulsarClient client = clientOf(broker, "busy")) {
+                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(8);
+                java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(busyCount);
+                List<java.util.concurrent.Future<?>> workers = new ArrayList<>();
+                for (int t = 0; t < 8; t++) {
+                    workers.add(threads.submit(() -> {
+                        while (left.getAndDecrement() > 0) {
+                            Transaction txn = Txns.open(client, java.time.Duration.ofMinutes(5));
+                            txn.commit().get(60, TimeUnit.SECONDS);
+                            busy.add(txn.getTxnID());
+                        }
+                        return null;
+                    }));
+                }
+                for (java.util.concurrent.Future<?> worker : workers) {
+                    worker.get(5, TimeUnit.MINUTES);
+                }
+                threads.shutdown();
+            }
+            System.out.printf("busy role committed %d transactions in %.1f s%n", busy.size(),
+                    (System.nanoTime() - start) / 1e9);
+            List<TxnID> busyBySequence = new ArrayList<>(busy);
+            busyBySequence.sort(java.util.Comparator.comparingLong(TxnID::getMostSigBits)
+                    .thenComparingLong(TxnID::getLeastSigBits));
+
+            try (RetryingEndClient owner = retriesOf(broker, "quiet")) {
+                for (TxnID txn : quiet) {
+                    assertThat(owner.commit(txn)).as("the quiet role's %s, kept by the floor", txn)
+                            .isEqualTo(EndAnswer.SUCCESS);
+                }
+            }
+            try (RetryingEndClient retry = retriesOf(broker, "busy")) {
+                for (TxnID txn : busyBySequence.subList(0, 20)) {
+                    assertThat(retry.commit(txn)).as("the busy role's old %s, evicted", txn)
+                            .isEqualTo(EndAnswer.NOT_FOUND);
+                }
+                for (TxnID txn : busyBySequence.subList(busyBySequence.size() - floor, busyBySequence.size())) {
+                    assertThat(retry.commit(txn)).as("the busy role's newest %s", txn).isEqualTo(EndAnswer.SUCCESS);
+                }
+            }
+            try (RetryingEndClient other = retriesOf(broker, "other")) {
+                assertThat(other.commit(quiet.get(0))).as("another role, the quiet role's transaction")
+                        .isEqualTo(EndAnswer.NOT_FOUND);
+                assertThat(other.lastMessage()).doesNotContain("COMMIT");
+            }
         }
     }
 }

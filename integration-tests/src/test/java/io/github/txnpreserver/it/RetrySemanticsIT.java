@@ -156,11 +156,12 @@ class RetrySemanticsIT {
                 admin.topics().compactionStatus(stateTopic).status
                         == org.apache.pulsar.client.admin.LongRunningProcessStatus.Status.SUCCESS);
         assertThat(admin.topics().getInternalStats(stateTopic).compactedLedger.ledgerId).isPositive();
-        Map<String, String> live = StateTopicReader.liveRecords(client, stateTopic);
-        assertThat(live).as("one key per client slot, each holding a transaction of coordinator 0").isNotEmpty()
-                .allSatisfy((key, txn) -> {
-                    assertThat(key).startsWith("s");
-                    assertThat(txn).startsWith("0:");
+        Map<String, java.util.List<String>> live = StateTopicReader.liveRecords(client, stateTopic);
+        assertThat(live).as("one key per block of sequence ids, each holding transactions of coordinator 0")
+                .isNotEmpty()
+                .allSatisfy((key, txns) -> {
+                    assertThat(key).startsWith("c");
+                    assertThat(txns).isNotEmpty().allSatisfy(txn -> assertThat(txn).startsWith("0:"));
                 });
     }
 }

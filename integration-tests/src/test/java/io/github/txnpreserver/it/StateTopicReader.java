@@ -1,5 +1,7 @@
 package io.github.txnpreserver.it;
 
+import io.github.txnpreserver.statetopic.ChunkRecord;
+import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -15,12 +17,18 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
  * Reads a state topic as a test sees it: its compacted view, or every record in log order.
- * Transactions are named {@code <mostSigBits>:<leastSigBits>}, whichever slot key holds them.
+ * Transactions are named {@code <mostSigBits>:<leastSigBits>}, whichever key holds them.
+ *
+ * <p>Both formats are read: a block record ({@code c<blockIndex>}, an OutcomeBlockRecord)
+ * holds every kept outcome of its 256 sequence ids; a record of an earlier format (a slot key
+ * {@code s<slot>[:owner]} of 0.2 or a per-transaction key of 0.1, a TerminatedTxnRecord)
+ * holds one.
  */
 final class StateTopicReader {
 
     /** The key of the restore barrier the coordinator writes when it opens; not a record. */
     private static final String BARRIER_KEY = "restore-barrier";
+    private static final String STATE_TOPIC_PREFIX = "__terminated_txn_state_";
 
     private StateTopicReader() {
     }
@@ -29,9 +37,13 @@ final class StateTopicReader {
         return txnId.getMostSigBits() + ":" + txnId.getLeastSigBits();
     }
 
-    /** The compacted view: each live key and the transaction its newest record holds, in log order. */
-    static Map<String, String> liveRecords(PulsarClient client, String topic) throws Exception {
-        Map<String, String> live = new LinkedHashMap<>();
+    /**
+     * The compacted view: each live key and the transactions its newest record holds
+     * ("most:least"), keys in log order.
+     */
+    static Map<String, List<String>> liveRecords(PulsarClient client, String topic) throws Exception {
+        long coordinatorId = coordinatorOf(topic);
+        Map<String, List<String>> live = new LinkedHashMap<>();
         try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(topic).readCompacted(true)
                 .startMessageId(MessageId.earliest).create()) {
             Message<byte[]> message;
@@ -39,7 +51,11 @@ final class StateTopicReader {
                 if (isRecordKey(message)) {
                     live.remove(message.getKey());
                     if (hasValue(message)) {
-                        live.put(message.getKey(), transactionOf(message));
+                        List<String> txns = new ArrayList<>();
+                        for (String outcome : outcomesOf(message, coordinatorId)) {
+                            txns.add(outcome.substring(0, outcome.indexOf(' ')));
+                        }
+                        live.put(message.getKey(), txns);
                     }
                 }
             }
@@ -47,11 +63,18 @@ final class StateTopicReader {
         return live;
     }
 
+    /** Every transaction the compacted view holds, whichever key. */
+    static List<String> liveTransactions(PulsarClient client, String topic) throws Exception {
+        return liveRecords(client, topic).values().stream().flatMap(List::stream).toList();
+    }
+
     /**
-     * Every record of a state topic, not compacted, in log order, as "transaction OUTCOME"
-     * or "key tombstone".
+     * Every record of a state topic, not compacted, in log order: one "transaction OUTCOME"
+     * line per transaction the record holds (for a block, one per kept outcome, in sequence
+     * order), or "key tombstone".
      */
     static List<String> records(PulsarClient client, String topic) throws Exception {
+        long coordinatorId = coordinatorOf(topic);
         List<String> records = new ArrayList<>();
         try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(topic)
                 .startMessageId(MessageId.earliest).create()) {
@@ -63,12 +86,39 @@ final class StateTopicReader {
                 if (!hasValue(message)) {
                     records.add(message.getKey() + " tombstone");
                 } else {
-                    records.add(transactionOf(message) + " "
-                            + TerminatedTxnRecord.parseFrom(message.getData()).getOutcome());
+                    records.addAll(outcomesOf(message, coordinatorId));
                 }
             }
         }
         return records;
+    }
+
+    /** "most:least COMMITTED|ABORTED" for each transaction a value record holds. */
+    private static List<String> outcomesOf(Message<byte[]> message, long coordinatorId) throws Exception {
+        String key = message.getKey();
+        if (StateRecordCodec.isBlockKey(key)) {
+            ChunkRecord block = StateRecordCodec.decodeBlock(key, message.getData(), coordinatorId);
+            List<String> outcomes = new ArrayList<>(block.size());
+            for (int offset = 0; offset < 256; offset++) {
+                long bit = 1L << (offset & 63);
+                if ((block.kept()[offset >>> 6] & bit) != 0) {
+                    boolean committed = (block.committed()[offset >>> 6] & bit) != 0;
+                    TxnID txn = new TxnID(coordinatorId, block.blockIndex() * 256 + offset);
+                    outcomes.add(nameOf(txn) + (committed ? " COMMITTED" : " ABORTED"));
+                }
+            }
+            return outcomes;
+        }
+        TerminatedTxnRecord record = TerminatedTxnRecord.parseFrom(message.getData());
+        return List.of(record.getTxnidMostBits() + ":" + record.getTxnidLeastBits() + " " + record.getOutcome());
+    }
+
+    private static long coordinatorOf(String topic) {
+        int at = topic.lastIndexOf(STATE_TOPIC_PREFIX);
+        if (at < 0) {
+            throw new IllegalArgumentException(topic + " is not a state topic");
+        }
+        return Long.parseLong(topic.substring(at + STATE_TOPIC_PREFIX.length()));
     }
 
     private static boolean isRecordKey(Message<byte[]> message) {
@@ -77,10 +127,5 @@ final class StateTopicReader {
 
     private static boolean hasValue(Message<byte[]> message) {
         return message.getData() != null && message.getData().length > 0;
-    }
-
-    private static String transactionOf(Message<byte[]> message) throws Exception {
-        TerminatedTxnRecord record = TerminatedTxnRecord.parseFrom(message.getData());
-        return record.getTxnidMostBits() + ":" + record.getTxnidLeastBits();
     }
 }

@@ -89,7 +89,7 @@ public final class PreserverMetrics extends Collector {
             lookups.add(labels, stats.keptLookups.sum());
             evictions.add(labels, "limit", "memory", outcomes.memoryEvictions());
             evictions.add(labels, "limit", "floor", outcomes.floorEvictions());
-            window.add(labels, outcomes.windowMillis(System.currentTimeMillis()) / 1000.0);
+            window.add(labels, preserver.windowMillis() / 1000.0);
             memory.add(labels, outcomes.bytes());
             floor.add(labels, outcomes.floorSize());
             expirations.add(labels, outcomes.expirations());

@@ -68,11 +68,14 @@ final class ClientFloor {
     }
 
     /**
-     * Adds a client's newest decided outcome. Sequences it pushes out (the client's oldest
+     * Adds a client's newest decided outcome, or replaces the outcome an entry of the same
+     * sequence had (returns false then: no new entry, no new owner reference). Sequences it pushes out (the client's oldest
      * past {@code perClient}, and what the cap takes) go to {@code removed}.
      */
     boolean add(long sequence, int owner, int time, boolean committed, Removal removed) {
         if (entries.containsKey(sequence)) {
+            // A restored record of a transaction that was still live: the decision replaces it.
+            entries.put(sequence, pack(time, ClientFloor.ownerOf(entries.get(sequence)), committed));
             return false;
         }
         Ring ring = rings.get(owner);

@@ -135,6 +135,12 @@ public final class KeptOutcomes {
         if (end != null && end.decided) {
             return -1;
         }
+        OutcomeBlock existing = blocks.get(OutcomeBlock.indexOf(sequence));
+        if (existing != null && existing.has(OutcomeBlock.offsetOf(sequence))
+                && existing.decided(OutcomeBlock.offsetOf(sequence))) {
+            // Decided and ended here while this (losing) end was on its way.
+            return -1;
+        }
         long written = put(sequence, outcome == Outcome.COMMITTED, storedSecond(nowMillis), owners.idOf(owner));
         if (end == null) {
             end = pin(sequence);
@@ -169,6 +175,7 @@ public final class KeptOutcomes {
         end.generation = written;
         OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
         int offset = OutcomeBlock.offsetOf(sequence);
+        block.markDecided(offset);
         if (floor.add(sequence, block.owner(offset), block.time(offset), outcome == Outcome.COMMITTED,
                 this::floorEntryRemoved)) {
             owners.retain(block.owner(offset));
@@ -246,17 +253,18 @@ public final class KeptOutcomes {
      * Drops the least recently written block that no end in progress holds, for the memory
      * bound; its floor entries stay.
      *
-     * @return the outcomes it held, or -1 if there was none to drop
+     * @return the outcomes it dropped (floor entries stay), or -1 if there was no block to drop
      */
     public synchronized int evictOldest() {
         for (OutcomeBlock block = oldest; block != null; block = block.newer) {
             if (block.pins == 0) {
                 int outcomes = block.count();
                 droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
-                memoryEvictions += outcomes;
-                drop(block);
+                // Its floor entries stay kept: they are not evictions.
+                int dropped = outcomes - drop(block);
+                memoryEvictions += dropped;
                 publish();
-                return outcomes;
+                return dropped;
             }
         }
         return -1;
@@ -333,10 +341,10 @@ public final class KeptOutcomes {
      * @return the blocks written for migrated outcomes and their generations
      */
     public synchronized List<BlockWrite> mergeRestored(RestoredOutcomes restored, long nowMillis) {
-        List<Long> migratedBlocks = restored.applyLegacyToBlocks();
+        int through = expiredThrough(nowMillis);
+        List<Long> migratedBlocks = restored.applyLegacyToBlocks(through);
         OutcomeBlock[] byAge = restored.blocks().values().toArray(new OutcomeBlock[0]);
         Arrays.sort(byAge, (a, b) -> Integer.compare(b.maxTime(), a.maxTime()));
-        int through = expiredThrough(nowMillis);
         int[] remap = new int[restored.owners().highestId() + 1];
         Arrays.fill(remap, -1);
         for (OutcomeBlock staged : byAge) {
@@ -529,12 +537,20 @@ public final class KeptOutcomes {
         return block;
     }
 
-    /** Drops a block from memory; its key is deleted unless floor entries still need its record. */
-    private void drop(OutcomeBlock block) {
+    /**
+     * Drops a block from memory; its key is deleted unless floor entries still need its record.
+     *
+     * @return how many of its outcomes stay kept as floor entries
+     */
+    private int drop(OutcomeBlock block) {
         int floorEntries = 0;
         long first = block.firstSequence();
         for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
             owners.release(block.owner(offset));
+        }
+        // Over every offset: a floor entry may outlive its block entry (expired from the block,
+        // not yet from the floor, which expires each client in end order).
+        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
             if (floor.contains(first + offset)) {
                 floorEntries++;
             }
@@ -548,6 +564,7 @@ public final class KeptOutcomes {
         } else {
             markDirty(block.index);
         }
+        return floorEntries;
     }
 
     private void dropExpiredEntries(OutcomeBlock block, int through) {
@@ -668,10 +685,18 @@ public final class KeptOutcomes {
 
     /** Each client's newest decided outcomes, from every block, newest blocks first. */
     private void rebuildFloor() {
-        floor.forEach((sequence, packed) -> owners.release(ClientFloor.ownerOf(packed)));
+        Int2ObjectOpenHashMap<Newest> newestByOwner = new Int2ObjectOpenHashMap<>();
+        // Floor entries of blocks dropped meanwhile compete with the restored ones.
+        floor.forEach((sequence, packed) -> {
+            owners.release(ClientFloor.ownerOf(packed));
+            if (!blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
+                newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), ignored -> new Newest(perClient))
+                        .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
+            }
+        });
+        long[] formerlyFloorOnly = floorOnlyBlocks.keySet().toLongArray();
         floor.clear();
         floorOnlyBlocks.clear();
-        Int2ObjectOpenHashMap<Newest> newestByOwner = new Int2ObjectOpenHashMap<>();
         for (OutcomeBlock block = newest; block != null; block = block.older) {
             long first = block.firstSequence();
             for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
@@ -699,6 +724,23 @@ public final class KeptOutcomes {
                     owners.retain(owner);
                 }
             });
+        }
+        for (long index : formerlyFloorOnly) {
+            if (blocks.containsKey(index)) {
+                continue;
+            }
+            int entries = 0;
+            long first = index << OutcomeBlock.SHIFT;
+            for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+                if (floor.contains(first + offset)) {
+                    entries++;
+                }
+            }
+            if (entries > 0) {
+                floorOnlyBlocks.put(index, entries);
+            } else {
+                markDirty(index);
+            }
         }
     }
 

@@ -18,8 +18,8 @@ import java.util.Arrays;
  *       while all its outcomes share it (no authentication, or one role); a 16-bit column
  *       once they differ; a 32-bit one past 65 535 owners.</li>
  * </ul>
- * An end time earlier than the block's first is stored as the first: the outcome is then
- * kept slightly longer, never shorter, than its time-to-live.
+ * An end time earlier than the block's first moves the offsets up (or widens the column if
+ * they no longer fit): times are kept exactly, to the second (rounded up).
  *
  * <p>Not thread-safe: {@link KeptOutcomes} guards it.
  */
@@ -35,8 +35,12 @@ final class OutcomeBlock {
     private static final int ARRAY_HEADER = 16;
 
     final long index;
-    /** {@code [0, WORDS)}: kept; {@code [WORDS, 2 WORDS)}: committed. */
-    private final long[] bits = new long[2 * WORDS];
+    /**
+     * {@code [0, WORDS)}: kept; {@code [WORDS, 2 WORDS)}: committed; {@code [2 WORDS, 3 WORDS)}:
+     * decided by this coordinator since it opened (a late losing end must not overwrite it,
+     * even once the end is over).
+     */
+    private final long[] bits = new long[3 * WORDS];
     private int count;
 
     private int timeBase;
@@ -80,6 +84,14 @@ final class OutcomeBlock {
 
     boolean committed(int offset) {
         return (bits[WORDS + (offset >>> 6)] & (1L << offset)) != 0;
+    }
+
+    boolean decided(int offset) {
+        return (bits[2 * WORDS + (offset >>> 6)] & (1L << offset)) != 0;
+    }
+
+    void markDecided(int offset) {
+        bits[2 * WORDS + (offset >>> 6)] |= 1L << offset;
     }
 
     int time(int offset) {
@@ -141,6 +153,7 @@ final class OutcomeBlock {
         int owner = owner(offset);
         bits[offset >>> 6] &= ~(1L << offset);
         bits[WORDS + (offset >>> 6)] &= ~(1L << offset);
+        bits[2 * WORDS + (offset >>> 6)] &= ~(1L << offset);
         count--;
         return owner;
     }
@@ -209,24 +222,43 @@ final class OutcomeBlock {
             timeBase = time;
             timeOffsets = new char[SIZE];
         }
-        int stored = Math.max(time, timeBase);
+        if (times == null && time < timeBase) {
+            rebase(time);
+        }
         if (times == null) {
-            long delta = (long) stored - timeBase;
+            long delta = (long) time - timeBase;
             if (delta <= Character.MAX_VALUE) {
                 timeOffsets[offset] = (char) delta;
             } else {
-                times = new int[SIZE];
-                for (int i = 0; i < SIZE; i++) {
-                    times[i] = timeBase + timeOffsets[i];
-                }
-                timeOffsets = null;
-                times[offset] = stored;
+                widenTimes();
+                times[offset] = time;
             }
         } else {
-            times[offset] = stored;
+            times[offset] = time;
         }
-        minTime = Math.min(minTime, stored);
-        maxTime = Math.max(maxTime, stored);
+        minTime = Math.min(minTime, time);
+        maxTime = Math.max(maxTime, time);
+    }
+
+    /** An end earlier than the block's first: offsets move up, or the column widens if they no longer fit. */
+    private void rebase(int earlierBase) {
+        int shift = timeBase - earlierBase;
+        if ((long) Math.max(maxTime, timeBase) - earlierBase > Character.MAX_VALUE) {
+            widenTimes();
+            return;
+        }
+        for (int i = 0; i < SIZE; i++) {
+            timeOffsets[i] = (char) (timeOffsets[i] + shift);
+        }
+        timeBase = earlierBase;
+    }
+
+    private void widenTimes() {
+        times = new int[SIZE];
+        for (int i = 0; i < SIZE; i++) {
+            times[i] = timeBase + timeOffsets[i];
+        }
+        timeOffsets = null;
     }
 
     private void setOwner(int offset, int owner) {

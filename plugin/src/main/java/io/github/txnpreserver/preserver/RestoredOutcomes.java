@@ -2,6 +2,7 @@ package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.statetopic.ChunkRecord;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -85,27 +86,41 @@ public final class RestoredOutcomes {
 
     /**
      * Puts the earlier formats' outcomes into their blocks, in log order (a later record of
-     * the same transaction wins), except into blocks that have a record of their own: such
-     * a record was written after a restore that had read them, and is newer.
+     * the same transaction wins), except where a block record of its own has the
+     * transaction: a sequence ends once, so a block record and an earlier-format record of
+     * it tell the same outcome, and the block record is the newer format. A block record
+     * without it does not hide it: a broker of an earlier version may have ended it after
+     * the block was written (a rolling upgrade). Outcomes past their time-to-live are not
+     * moved.
      *
+     * @param expiredThrough stored end times at or before this are expired
      * @return the blocks that took earlier-format outcomes
      */
-    List<Long> applyLegacyToBlocks() {
+    List<Long> applyLegacyToBlocks(int expiredThrough) {
         List<Long> migrated = new ArrayList<>();
         Long2ObjectOpenHashMap<OutcomeBlock> recorded = new Long2ObjectOpenHashMap<>(blocks);
+        LongOpenHashSet touched = new LongOpenHashSet();
+        LongOpenHashSet moved = new LongOpenHashSet();
         for (KeptOutcome outcome : legacy.values()) {
-            long sequence = outcome.txnId().getLeastSigBits();
-            long index = OutcomeBlock.indexOf(sequence);
-            if (recorded.containsKey(index)) {
+            if (KeptOutcomes.storedSecond(outcome.endTimeMillis()) <= expiredThrough) {
                 continue;
             }
+            long sequence = outcome.txnId().getLeastSigBits();
+            long index = OutcomeBlock.indexOf(sequence);
+            int offset = OutcomeBlock.offsetOf(sequence);
+            OutcomeBlock own = recorded.get(index);
+            if (own != null && own.has(offset) && !moved.contains(sequence)) {
+                continue;
+            }
+            moved.add(sequence);
             OutcomeBlock block = blocks.get(index);
             if (block == null) {
                 block = new OutcomeBlock(index);
                 blocks.put(index, block);
+            }
+            if (touched.add(index)) {
                 migrated.add(index);
             }
-            int offset = OutcomeBlock.offsetOf(sequence);
             if (!block.has(offset)) {
                 outcomes++;
             }

@@ -201,7 +201,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     /** Drops the outcomes past their time-to-live, from memory and from the state topic. */
     public void expire() {
-        if (kept.expire(clock.millis()) > 0) {
+        kept.expire(clock.millis());
+        if (kept.hasDirty()) {
             requestFlush();
         }
     }
@@ -220,6 +221,11 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     public long coordinatorId() {
         return coordinatorId;
+    }
+
+    /** Age of the oldest outcome kept in the window, by this preserver's clock. */
+    public long windowMillis() {
+        return kept.windowMillis(clock.millis());
     }
 
     public OutcomeMemoryBudget budget() {
@@ -322,8 +328,15 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         List<CompletableFuture<Void>> sends = new ArrayList<>(batch.size());
         for (KeptOutcomes.BlockWrite write : batch) {
             String key = StateRecordCodec.blockKey(write.blockIndex());
-            sends.add(write.recordOrNull() == null ? stateTopic.delete(key)
-                    : stateTopic.write(key, StateRecordCodec.encodeBlock(write.recordOrNull())));
+            CompletableFuture<Void> send;
+            try {
+                send = write.recordOrNull() == null ? stateTopic.delete(key)
+                        : stateTopic.write(key, StateRecordCodec.encodeBlock(write.recordOrNull()));
+            } catch (RuntimeException e) {
+                // Handled as a failed send: the block is put back and written again.
+                send = CompletableFuture.failedFuture(e);
+            }
+            sends.add(send);
         }
         stateTopic.flush();
         CompletableFuture.allOf(sends.toArray(new CompletableFuture[0])).whenComplete((ignored, error) -> {
@@ -503,6 +516,12 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         } catch (MalformedRecordException e) {
             stats.malformedRecords.increment();
             log.warn("Coordinator {}: skipping malformed state-topic record: {}", coordinatorId, e.getMessage());
+        } catch (RuntimeException e) {
+            // A record this reader cannot apply must not stop the restore (it would be read
+            // again at every retry): skipped like a malformed one.
+            stats.malformedRecords.increment();
+            log.warn("Coordinator {}: skipping state-topic record under key '{}' that could not be applied: {}",
+                    coordinatorId, key, e.toString());
         }
     }
 

@@ -147,12 +147,12 @@ public final class StateRecordCodec {
             refs = new int[size];
             for (int i = 0; i < size; i++) {
                 refs[i] = record.getOwnerRefs(i);
-                if (refs[i] > owners) {
+                if (refs[i] < 0 || refs[i] > owners) {
                     throw new MalformedRecordException("block under key '" + key + "' names owner " + refs[i]
                             + " of " + owners);
                 }
             }
-        } else if (record.getUniformOwnerRef() > owners) {
+        } else if (record.getUniformOwnerRef() < 0 || record.getUniformOwnerRef() > owners) {
             throw new MalformedRecordException("block under key '" + key + "' names owner "
                     + record.getUniformOwnerRef() + " of " + owners);
         }

@@ -155,14 +155,17 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     @Override
     public CompletableFuture<Void> closeAsync() {
-        return super.closeAsync().thenCompose(ignored -> {
+        return super.closeAsync().handle((ignored, error) -> error).thenCompose(error -> {
             onClosed.run();
             beginning.clear();
             ending.clear();
             liveEnds.values().forEach(waiting -> waiting.completeExceptionally(
                     new IllegalStateException("coordinator " + getTransactionCoordinatorID() + " closed")));
             liveEnds.clear();
-            return preserver.closeAsync();
+            // Closed whether or not the stock store closed cleanly: the preserver holds the
+            // state topic's exclusive producer and a share of the broker's memory bound.
+            return preserver.closeAsync().thenCompose(closed -> error == null
+                    ? CompletableFuture.<Void>completedFuture(null) : CompletableFuture.<Void>failedFuture(error));
         });
     }
 

@@ -14,6 +14,7 @@ import io.github.txnpreserver.statetopic.StateTopic;
 import io.netty.util.Timer;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
 import org.apache.bookkeeper.mledger.ManagedLedgerFactory;
@@ -22,6 +23,7 @@ import org.apache.pulsar.transaction.coordinator.TransactionMetadataStore;
 import org.apache.pulsar.transaction.coordinator.TransactionMetadataStoreProvider;
 import org.apache.pulsar.transaction.coordinator.TransactionRecoverTracker;
 import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
 import org.apache.pulsar.transaction.coordinator.impl.TxnLogBufferedWriterConfig;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
@@ -87,5 +89,27 @@ class PreservingMetadataStoreProviderTest {
 
         assertThat(failureOf(open())).hasMessageContaining("topic unavailable");
         verifyNoInteractions(stock, factory);
+    }
+
+    @Test
+    void theRestoreFrontierIsTheHighestSequenceTheOpenedLogAllocated() {
+        MLTransactionSequenceIdGenerator generator = new MLTransactionSequenceIdGenerator();
+        generator.onManagedLedgerPropertiesInitialize(Map.of(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID,
+                "4711"));
+
+        assertThat(PreservingMetadataStoreProvider.highestSequence(generator)).isEqualTo(4711);
+        assertThat(PreservingMetadataStoreProvider.highestSequence(new MLTransactionSequenceIdGenerator()))
+                .as("a new log").isNegative();
+    }
+
+    @Test
+    void theCoordinatorsOfABrokerShareOneMemoryBoundOfTheConfiguredSize() {
+        PreserverConfig config = new PreserverConfig(10, 100, Duration.ofHours(1), Duration.ofSeconds(1),
+                Duration.ofSeconds(1), 3L << 20);
+        BrokerContext context = new BrokerContext(config, id -> new CompletableFuture<>(), Clock.systemUTC(),
+                NO_ENDS);
+
+        assertThat(context.budget().limitBytes()).isEqualTo(3L << 20);
+        assertThat(context.preservers()).isEmpty();
     }
 }

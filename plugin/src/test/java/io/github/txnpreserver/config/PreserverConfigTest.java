@@ -13,6 +13,8 @@ import org.junit.jupiter.api.Test;
 @DisplayName("Configuration from broker.conf")
 class PreserverConfigTest {
 
+    private static final long MIB = 1024 * 1024;
+
     private static Properties properties(String... keyValues) {
         Properties properties = new Properties();
         for (int i = 0; i < keyValues.length; i += 2) {
@@ -31,6 +33,7 @@ class PreserverConfigTest {
         assertThat(config.expireCheckInterval()).isEqualTo(Duration.ofSeconds(300));
         assertThat(config.maxKeptPerCoordinator()).isEqualTo(100_000);
         assertThat(config.stuckRedriveAfter()).isEqualTo(Duration.ofSeconds(60));
+        assertThat(config.maxMemoryBytes()).isEqualTo(64L * MIB);
     }
 
     @Test
@@ -40,10 +43,11 @@ class PreserverConfigTest {
                 "transactionMetaPersistTimeInHour", "1",
                 "transactionMetaExpireCheckIntervalInSecond", "10",
                 "transactionMetaPersistMaxCountPerCoordinator", "5000",
-                "transactionMetaStuckRedriveAfterInSecond", "7"));
+                "transactionMetaStuckRedriveAfterInSecond", "7",
+                "transactionMetaPersistMaxMemoryInMB", "16"));
 
         assertThat(config).isEqualTo(new PreserverConfig(50, 5000, Duration.ofHours(1), Duration.ofSeconds(10),
-                Duration.ofSeconds(7)));
+                Duration.ofSeconds(7), 16 * MIB));
         assertThat(config.enabled()).isTrue();
     }
 
@@ -70,11 +74,35 @@ class PreserverConfigTest {
             "transactionMetaExpireCheckIntervalInSecond, 0, must be at least 1",
             "transactionMetaExpireCheckIntervalInSecond, 1.5, is not a whole number",
             "transactionMetaPersistMaxCountPerCoordinator, 0, must be at least 1",
-            "transactionMetaStuckRedriveAfterInSecond, 0, must be at least 1"
+            "transactionMetaStuckRedriveAfterInSecond, 0, must be at least 1",
+            "transactionMetaPersistMaxMemoryInMB, 0, must be at least 0.01",
+            "transactionMetaPersistMaxMemoryInMB, -64, must be at least 0.01",
+            "transactionMetaPersistMaxMemoryInMB, 0.005, must be at least 0.01",
+            "transactionMetaPersistMaxMemoryInMB, 64MB, is not a number of MiB",
+            "transactionMetaPersistMaxMemoryInMB, 8796093022208, must be at most 8796093022207"
     })
     void aWrongValueIsRefusedWithAMessageNamingTheKeyAndTheValue(String key, String value, String problem) {
         assertThatThrownBy(() -> PreserverConfig.fromProperties(properties(key, value)))
                 .isInstanceOf(InvalidConfigException.class)
                 .hasMessage("Invalid broker configuration " + key + "=" + value + ": " + problem);
+    }
+
+    @ParameterizedTest(name = "{0} MiB is {1} bytes")
+    @CsvSource({"1, 1048576", "0.5, 524288", "0.01, 10485", "2048, 2147483648"})
+    void theMemoryBoundIsReadInMebibytesWithAnOptionalFraction(String mebibytes, long bytes) {
+        PreserverConfig config = PreserverConfig.fromProperties(properties("transactionMetaPersistMaxMemoryInMB",
+                mebibytes));
+
+        assertThat(config.maxMemoryBytes()).isEqualTo(bytes);
+    }
+
+    @Test
+    void aMemoryBoundUnderTheMinimumIsRefusedNamingItsKey() {
+        assertThatThrownBy(() -> new PreserverConfig(1, 1, Duration.ofHours(1), Duration.ofSeconds(1),
+                Duration.ofSeconds(1), MIB / 100 - 1))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageStartingWith("Invalid broker configuration transactionMetaPersistMaxMemoryInMB=")
+                .satisfies(e -> assertThat(((InvalidConfigException) e).key())
+                        .isEqualTo(PreserverConfig.MAX_MEMORY_IN_MB));
     }
 }

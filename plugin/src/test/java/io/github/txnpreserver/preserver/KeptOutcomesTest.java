@@ -3,8 +3,9 @@ package io.github.txnpreserver.preserver;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.txnpreserver.statetopic.ChunkRecord;
+import io.github.txnpreserver.statetopic.StateRecordCodec;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.DisplayName;
@@ -16,238 +17,532 @@ class KeptOutcomesTest {
 
     private static final long TC = 3;
     private static final long TTL = Duration.ofHours(1).toMillis();
+    /** A whole second, so that stored end times are exact. */
+    private static final long NOW = 1_700_000_000_000L;
+    private static final long MINUTE = Duration.ofMinutes(1).toMillis();
 
     private static TxnID txn(long sequence) {
         return new TxnID(TC, sequence);
     }
 
-    /** A transaction's end as the preserver drives it: its record takes a slot, then it is decided. */
-    private static List<KeptOutcomes.SlotMark> end(KeptOutcomes kept, long sequence, String owner, long endTime) {
-        List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
-        KeptOutcomes.Reservation slot = kept.reserve(owner);
-        assertThat(kept.admit(txn(sequence), Outcome.COMMITTED, endTime, slot, vacated)).isTrue();
-        return vacated;
+    /** The first sequence of a block of 256. */
+    private static long block(long index) {
+        return index * 256;
     }
 
-    private static List<Integer> slots(List<KeptOutcomes.SlotMark> vacated) {
-        return vacated.stream().map(KeptOutcomes.SlotMark::slot).toList();
+    /** A transaction's end as the store drives it, once its finishing entry is durable: decided, then ended. */
+    private static long end(KeptOutcomes kept, long sequence, Outcome outcome, String owner, long atMillis) {
+        long generation = kept.decide(txn(sequence), outcome, owner, atMillis);
+        kept.ended(txn(sequence));
+        return generation;
+    }
+
+    private static long commit(KeptOutcomes kept, long sequence, String owner, long atMillis) {
+        return end(kept, sequence, Outcome.COMMITTED, owner, atMillis);
+    }
+
+    /** What a block's record says of a sequence: its outcome, or null if it holds none. */
+    private static Outcome inRecord(ChunkRecord record, long sequence) {
+        int offset = (int) (sequence & 255);
+        if ((record.kept()[offset >>> 6] & (1L << offset)) == 0) {
+            return null;
+        }
+        return (record.committed()[offset >>> 6] & (1L << offset)) != 0 ? Outcome.COMMITTED : Outcome.ABORTED;
+    }
+
+    private static KeptOutcomes.BlockWrite only(List<KeptOutcomes.BlockWrite> writes) {
+        assertThat(writes).hasSize(1);
+        return writes.get(0);
+    }
+
+    /** What a restore would read from the records an earlier incarnation wrote. */
+    private static RestoredOutcomes restoredFrom(KeptOutcomes earlier) throws Exception {
+        RestoredOutcomes restored = new RestoredOutcomes();
+        for (KeptOutcomes.BlockWrite write : earlier.drainDirty()) {
+            String key = StateRecordCodec.blockKey(write.blockIndex());
+            if (write.recordOrNull() == null) {
+                restored.blockDeleted(write.blockIndex());
+            } else {
+                restored.block(StateRecordCodec.decodeBlock(key, StateRecordCodec.encodeBlock(write.recordOrNull()),
+                        TC));
+            }
+        }
+        return restored;
     }
 
     @Nested
-    @DisplayName("per client")
-    class PerClient {
+    @DisplayName("by time")
+    class ByTime {
 
-        private final KeptOutcomes kept = new KeptOutcomes(TC, 2, 100, TTL);
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 1000, TTL);
 
         @Test
-        void aClientsRecordsGoRoundItsSlots() {
-            assertThat(List.of(kept.reserve("alice").slot(), kept.reserve("alice").slot(),
-                    kept.reserve("alice").slot(), kept.reserve("bob").slot())).containsExactly(0, 1, 0, 0);
+        void keepsAnOutcomeForItsTimeToLiveAndNoLonger() {
+            commit(kept, 1, "alice", NOW);
+
+            assertThat(kept.expire(NOW + TTL - 1)).isZero();
+            assertThat(kept.get(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+
+            assertThat(kept.expire(NOW + TTL)).isEqualTo(1);
+            assertThat(kept.get(txn(1))).isNull();
+            assertThat(kept.size()).isZero();
+            assertThat(kept.expirations()).isEqualTo(1);
         }
 
         @Test
-        void keepsTheNewestOutcomesOfEachClientAndEvictsItsOldest() {
-            end(kept, 1, "alice", 0);
-            end(kept, 2, "alice", 1);
-            end(kept, 3, "bob", 2);
+        void anEndTimeIsKeptToTheSecondRoundedUpSoNothingExpiresEarly() {
+            commit(kept, 1, "alice", NOW + 1);
 
-            assertThat(end(kept, 4, "alice", 3)).as("no tombstone: the record overwrote the slot").isEmpty();
+            assertThat(kept.get(txn(1)).endTimeMillis()).isEqualTo(NOW + 1000);
+            assertThat(kept.expire(NOW + 1 + TTL)).isZero();
+            assertThat(kept.expire(NOW + 1000 + TTL)).isEqualTo(1);
+        }
+
+        @Test
+        void dropsTheExpiredOutcomesOfABlockAndKeepsItsYoungerOnes() {
+            commit(kept, 1, "alice", NOW);
+            commit(kept, 2, "alice", NOW + 10 * MINUTE);
+
+            assertThat(kept.expire(NOW + TTL)).isEqualTo(1);
 
             assertThat(kept.get(txn(1))).isNull();
             assertThat(kept.get(txn(2))).isNotNull();
+            assertThat(kept.blockCount()).isEqualTo(1);
+            assertThat(kept.windowMillis(NOW + TTL)).isEqualTo(TTL - 10 * MINUTE);
+        }
+
+        @Test
+        void dropsAWholeBlockOnceItsNewestOutcomeExpiredAndDeletesItsRecord() {
+            commit(kept, block(0) + 1, "alice", NOW);
+            commit(kept, block(0) + 2, "bob", NOW + MINUTE);
+            commit(kept, block(1), "alice", NOW + 30 * MINUTE);
+            kept.drainDirty();
+
+            assertThat(kept.expire(NOW + MINUTE + TTL)).isEqualTo(2);
+
+            assertThat(kept.blockCount()).isEqualTo(1);
+            assertThat(kept.get(txn(block(1)))).isNotNull();
+            KeptOutcomes.BlockWrite tombstone = only(kept.drainDirty());
+            assertThat(tombstone.blockIndex()).isZero();
+            assertThat(tombstone.recordOrNull()).as("a tombstone").isNull();
+        }
+
+        @Test
+        void theWindowIsTheAgeOfTheOldestKeptOutcome() {
+            assertThat(kept.windowMillis(NOW)).isZero();
+            commit(kept, 1, "alice", NOW);
+            commit(kept, block(1), "alice", NOW + 5 * MINUTE);
+
+            assertThat(kept.windowMillis(NOW + 20 * MINUTE)).isEqualTo(20 * MINUTE);
+        }
+    }
+
+    @Nested
+    @DisplayName("under the memory bound")
+    class UnderTheMemoryBound {
+
+        /** One client, floor of one: only its newest outcome survives eviction. */
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 1, 1000, TTL);
+
+        @Test
+        void dropsTheLeastRecentlyWrittenBlockFirst() {
+            commit(kept, block(0), "alice", NOW);
+            commit(kept, block(0) + 1, "alice", NOW);
+            commit(kept, block(1), "alice", NOW + 1000);
+            commit(kept, block(2), "alice", NOW + 2000);
+
+            assertThat(kept.oldestEvictableMillis()).isEqualTo(NOW);
+            assertThat(kept.evictOldest()).as("block 0's outcomes").isEqualTo(2);
+
+            assertThat(kept.get(txn(block(0)))).isNull();
+            assertThat(kept.get(txn(block(0) + 1))).isNull();
+            assertThat(kept.get(txn(block(1)))).isNotNull();
+            assertThat(kept.memoryEvictions()).isEqualTo(2);
+            assertThat(kept.droppedThroughMillis()).isEqualTo(NOW);
+            assertThat(kept.size()).isEqualTo(2);
+        }
+
+        @Test
+        void aBlockWrittenAgainBecomesTheNewest() {
+            commit(kept, block(0), "alice", NOW);
+            commit(kept, block(1), "alice", NOW);
+            commit(kept, block(0) + 1, "alice", NOW);
+
+            kept.evictOldest();
+
+            assertThat(kept.get(txn(block(1)))).isNull();
+            assertThat(kept.get(txn(block(0)))).isNotNull();
+        }
+
+        @Test
+        void anEvictedBlockIsDeletedFromTheStateTopicAndFreesItsMemory() {
+            commit(kept, block(0), "alice", NOW);
+            commit(kept, block(1), "alice", NOW);
+            kept.drainDirty();
+            long before = kept.bytes();
+
+            kept.evictOldest();
+
+            assertThat(kept.bytes()).isLessThan(before);
+            KeptOutcomes.BlockWrite tombstone = only(kept.drainDirty());
+            assertThat(tombstone.blockIndex()).isZero();
+            assertThat(tombstone.recordOrNull()).isNull();
+        }
+
+        @Test
+        void hasNothingToDropWhenEmpty() {
+            assertThat(kept.evictOldest()).isEqualTo(-1);
+            assertThat(kept.oldestEvictableMillis()).isNull();
+            assertThat(kept.droppedThroughMillis()).isNull();
+        }
+    }
+
+    @Nested
+    @DisplayName("the per-client floor")
+    class Floor {
+
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 2, 1000, TTL);
+
+        @Test
+        void eachClientsNewestOutcomesSurviveTheMemoryBound() {
+            commit(kept, 0, "alice", NOW);
+            commit(kept, 1, "alice", NOW + 1000);
+            end(kept, 2, Outcome.ABORTED, "alice", NOW + 2000);
+            commit(kept, 3, "bob", NOW);
+            kept.drainDirty();
+
+            assertThat(kept.evictOldest()).as("alice's oldest; her two newest and bob's stay").isEqualTo(1);
+
+            assertThat(kept.blockCount()).isZero();
+            assertThat(kept.get(txn(0))).as("alice's oldest, past her floor").isNull();
+            assertThat(kept.get(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW + 1000));
+            assertThat(kept.get(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
             assertThat(kept.get(txn(3)).owner()).isEqualTo("bob");
-            assertThat(kept.get(txn(4)).owner()).isEqualTo("alice");
             assertThat(kept.size()).isEqualTo(3);
-            assertThat(kept.perClientEvictions()).isEqualTo(1);
+            assertThat(kept.floorSize()).isEqualTo(3);
+            assertThat(kept.memoryEvictions()).as("only alice's oldest is no longer kept").isEqualTo(1);
+            assertThat(kept.drainDirty()).as("the block's record still holds the floor entries: not deleted")
+                    .isEmpty();
         }
 
         @Test
-        void theOldestOutcomeGoesWhenTheNewRecordIsWrittenNotWhenItIsDecided() {
-            end(kept, 1, "alice", 0);
-            end(kept, 2, "alice", 1);
+        void doesNotOutliveTheTimeToLive() {
+            commit(kept, 0, "alice", NOW);
+            commit(kept, 1, "bob", NOW + MINUTE);
+            kept.evictOldest();
+            kept.drainDirty();
 
-            kept.reserve("alice");
+            assertThat(kept.expire(NOW + TTL)).isEqualTo(1);
+            assertThat(kept.drainDirty()).as("bob's entry still needs the record").isEmpty();
+            assertThat(kept.expire(NOW + MINUTE + TTL)).isEqualTo(1);
 
-            assertThat(kept.get(txn(1))).as("its key is being overwritten").isNull();
-            assertThat(kept.get(txn(2))).isNotNull();
-        }
-
-        @Test
-        void anOutcomeWhoseSlotALaterRecordTookBeforeItWasDecidedIsNotKept() {
-            KeptOutcomes oneSlot = new KeptOutcomes(TC, 1, 100, TTL);
-            KeptOutcomes.Reservation first = oneSlot.reserve("alice");
-            KeptOutcomes.Reservation second = oneSlot.reserve("alice");
-
-            assertThat(oneSlot.admit(txn(1), Outcome.COMMITTED, 0, first, new ArrayList<>())).isFalse();
-            assertThat(oneSlot.admit(txn(2), Outcome.ABORTED, 0, second, new ArrayList<>())).isTrue();
-            assertThat(oneSlot.get(txn(1))).isNull();
-            assertThat(oneSlot.get(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
-        }
-
-        @Test
-        void transactionsWithoutOwnerShareOneClientsSlots() {
-            end(kept, 1, null, 0);
-            end(kept, 2, null, 1);
-            end(kept, 3, null, 2);
-
+            assertThat(kept.get(txn(0))).isNull();
             assertThat(kept.get(txn(1))).isNull();
-            assertThat(kept.get(txn(3)).owner()).isNull();
-            assertThat(kept.clients()).isEqualTo(1);
+            assertThat(kept.size()).isZero();
+            KeptOutcomes.BlockWrite tombstone = only(kept.drainDirty());
+            assertThat(tombstone.recordOrNull()).as("the last floor entry gone: the record is deleted").isNull();
         }
 
         @Test
-        void aTransactionKeptInAnotherSlotMovesToItsNewestAndEmptiesTheEarlier() {
-            end(kept, 1, "alice", 0);
-            List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
+        void aBlockWrittenAgainAfterEvictionKeepsItsFloorEntriesInItsRecord() {
+            commit(kept, 0, "alice", NOW);
+            commit(kept, 1, "bob", NOW);
+            kept.evictOldest();
+            kept.drainDirty();
 
-            assertThat(kept.admit(txn(1), Outcome.ABORTED, 5, kept.reserve("alice"), vacated)).isTrue();
+            commit(kept, 2, "carol", NOW + MINUTE);
 
-            assertThat(slots(vacated)).containsExactly(0);
-            assertThat(kept.size()).isEqualTo(1);
+            ChunkRecord record = only(kept.drainDirty()).recordOrNull();
+            assertThat(inRecord(record, 0)).isEqualTo(Outcome.COMMITTED);
+            assertThat(inRecord(record, 1)).isEqualTo(Outcome.COMMITTED);
+            assertThat(inRecord(record, 2)).isEqualTo(Outcome.COMMITTED);
+            assertThat(record.owners()).containsExactlyInAnyOrder("alice", "bob", "carol");
+        }
+
+        @Test
+        void theCapTakesFromTheClientThatEndedATransactionLeastRecently() {
+            KeptOutcomes capped = new KeptOutcomes(TC, 2, 3, TTL);
+            commit(capped, 0, "alice", NOW);
+            commit(capped, 1, "bob", NOW + 1000);
+            commit(capped, 2, "alice", NOW + 2000);
+
+            commit(capped, 3, "carol", NOW + 3000);
+
+            assertThat(capped.floorSize()).isEqualTo(3);
+            assertThat(capped.floorEvictions()).isEqualTo(1);
+            assertThat(capped.clients()).as("bob has no floor entry left").isEqualTo(2);
+            capped.evictOldest();
+            assertThat(capped.get(txn(1))).as("bob ended least recently").isNull();
+            assertThat(capped.get(txn(0))).isNotNull();
+            assertThat(capped.get(txn(2))).isNotNull();
+            assertThat(capped.get(txn(3))).isNotNull();
+        }
+
+        @Test
+        void transactionsWithoutOwnerShareOneClientsFloor() {
+            commit(kept, 0, null, NOW);
+            commit(kept, 1, null, NOW + 1000);
+            commit(kept, 2, null, NOW + 2000);
+
+            kept.evictOldest();
+
+            assertThat(kept.clients()).isEqualTo(1);
+            assertThat(kept.get(txn(0))).isNull();
+            assertThat(kept.get(txn(2)).owner()).isNull();
+        }
+    }
+
+    @Nested
+    @DisplayName("owners")
+    class Owners {
+
+        @Test
+        void keepsAThousandOwnersExactlyInMemoryAndInTheRecords() throws Exception {
+            KeptOutcomes kept = new KeptOutcomes(TC, 1, 100_000, TTL);
+            for (int i = 0; i < 1000; i++) {
+                commit(kept, i, owner(i), NOW);
+            }
+
+            for (int i = 0; i < 1000; i++) {
+                assertThat(kept.get(txn(i)).owner()).isEqualTo(owner(i));
+            }
+            assertThat(kept.ownerCount()).isEqualTo(1000);
+
+            KeptOutcomes restarted = new KeptOutcomes(TC, 1, 100_000, TTL);
+            restarted.beginRestore(Long.MAX_VALUE);
+            restarted.mergeRestored(restoredFrom(kept), NOW);
+            for (int i = 0; i < 1000; i++) {
+                assertThat(restarted.get(txn(i)).owner()).isEqualTo(owner(i));
+            }
+        }
+
+        @Test
+        void keepsOwnersExactlyPastTheSixteenBitOwnerColumn() throws Exception {
+            int owners = 70_000;
+            KeptOutcomes kept = new KeptOutcomes(TC, 1, 100_000, TTL);
+            for (int i = 0; i < owners; i++) {
+                commit(kept, i, owner(i), NOW);
+            }
+
+            assertThat(kept.ownerCount()).isEqualTo(owners);
+            for (int i = 0; i < owners; i++) {
+                assertThat(kept.get(txn(i)).owner()).as("owner of %d", i).isEqualTo(owner(i));
+            }
+            KeptOutcomes restarted = new KeptOutcomes(TC, 1, 100_000, TTL);
+            restarted.beginRestore(Long.MAX_VALUE);
+            restarted.mergeRestored(restoredFrom(kept), NOW);
+            for (int i = 0; i < owners; i += 97) {
+                assertThat(restarted.get(txn(i)).owner()).as("owner of %d", i).isEqualTo(owner(i));
+            }
+            assertThat(restarted.get(txn(owners - 1)).owner()).isEqualTo(owner(owners - 1));
+        }
+
+        @Test
+        void aBlockWhoseOwnersDifferOnlyLaterStillNamesEachExactly() {
+            KeptOutcomes kept = new KeptOutcomes(TC, 10, 1000, TTL);
+            for (int i = 0; i < 10; i++) {
+                commit(kept, i, "alice", NOW);
+            }
+            commit(kept, 10, "bob", NOW);
+            commit(kept, 11, null, NOW);
+
+            assertThat(kept.get(txn(9)).owner()).isEqualTo("alice");
+            assertThat(kept.get(txn(10)).owner()).isEqualTo("bob");
+            assertThat(kept.get(txn(11)).owner()).isNull();
+        }
+
+        @Test
+        void anOwnerWhoseOutcomesAreAllGoneIsForgotten() {
+            KeptOutcomes kept = new KeptOutcomes(TC, 10, 1000, TTL);
+            commit(kept, 0, "alice", NOW);
+            commit(kept, 1, "bob", NOW + MINUTE);
+
+            kept.expire(NOW + TTL);
+
+            assertThat(kept.ownerCount()).isEqualTo(1);
+            assertThat(kept.get(txn(1)).owner()).isEqualTo("bob");
+        }
+
+        private static String owner(int i) {
+            return "tenant-" + (i % 7) + "/role:" + i + (i % 3 == 0 ? "-\u00e9" : "");
+        }
+    }
+
+    @Nested
+    @DisplayName("an end in progress")
+    class EndInProgress {
+
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 1000, TTL);
+
+        @Test
+        void aDecisionTheSpeculativeRecordAlreadySaysWritesNothingMore() {
+            long speculative = kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
+            KeptOutcomes.BlockWrite write = only(kept.drainDirty());
+            assertThat(write.generation()).isEqualTo(speculative);
+            assertThat(inRecord(write.recordOrNull(), 1)).isEqualTo(Outcome.COMMITTED);
+
+            assertThat(kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW)).isEqualTo(speculative);
+
+            assertThat(kept.drainDirty()).isEmpty();
+        }
+
+        @Test
+        void aDecisionForTheOtherOutcomeWritesTheBlockAgainAfterTheSpeculativeRecord() {
+            long speculative = kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
+            kept.drainDirty();
+
+            long decided = kept.decide(txn(1), Outcome.ABORTED, "alice", NOW);
+
+            assertThat(decided).isGreaterThan(speculative);
+            KeptOutcomes.BlockWrite write = only(kept.drainDirty());
+            assertThat(write.generation()).isEqualTo(decided);
+            assertThat(inRecord(write.recordOrNull(), 1)).isEqualTo(Outcome.ABORTED);
             assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.ABORTED);
         }
 
         @Test
-        void aReservationStaysCurrentUntilTheClientsRecordsComeRoundToItsSlot() {
-            KeptOutcomes.Reservation first = kept.reserve("alice");
-            kept.reserve("alice");
-            assertThat(kept.isCurrent(first)).isTrue();
+        void aRetriedDecisionReturnsTheSameGenerationAndWritesNothing() {
+            long decided = kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW);
+            kept.drainDirty();
 
-            kept.reserve("alice");
+            assertThat(kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW + MINUTE)).isEqualTo(decided);
+            assertThat(kept.decide(txn(1), Outcome.ABORTED, "alice", NOW + MINUTE)).as("even another outcome")
+                    .isEqualTo(decided);
 
-            assertThat(kept.isCurrent(first)).isFalse();
+            assertThat(kept.drainDirty()).isEmpty();
+            assertThat(kept.get(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
         }
 
         @Test
-        void aReservationOutlivesItsClientBeingForgottenUntilTheNewRoundReachesItsSlot() {
-            end(kept, 1, "alice", 0);
-            KeptOutcomes.Reservation second = kept.reserve("alice");
-            kept.expire(TTL);
-            assertThat(kept.clients()).as("alice's only outcome expired").isZero();
+        void aLosingEndTowardsTheOtherOutcomeWritesNothingOnceDecided() {
+            kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
+            kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW);
+            kept.drainDirty();
 
-            assertThat(kept.admit(txn(2), Outcome.COMMITTED, TTL, second, new ArrayList<>())).isTrue();
-            assertThat(kept.reserve("alice").slot()).isZero();
+            assertThat(kept.writeSpeculative(txn(1), Outcome.ABORTED, "alice", NOW)).isEqualTo(-1);
+
+            assertThat(kept.drainDirty()).isEmpty();
+            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
+        }
+
+        @Test
+        void aLaterSpeculativeRecordBeforeTheDecisionReplacesTheEarlier() {
+            long first = kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
+            long second = kept.writeSpeculative(txn(1), Outcome.ABORTED, "alice", NOW);
+
+            assertThat(second).isGreaterThan(first);
+            assertThat(inRecord(only(kept.drainDirty()).recordOrNull(), 1)).isEqualTo(Outcome.ABORTED);
+            assertThat(kept.decide(txn(1), Outcome.ABORTED, "alice", NOW)).isEqualTo(second);
+        }
+
+        @Test
+        void itsBlockIsNotEvictedUntilItEnded() {
+            kept.writeSpeculative(txn(block(0)), Outcome.COMMITTED, "alice", NOW);
+            commit(kept, block(1), "alice", NOW + 1000);
+
+            assertThat(kept.oldestEvictableMillis()).isEqualTo(NOW + 1000);
+            assertThat(kept.evictOldest()).as("block 1, although block 0 is older; its one outcome stays in"
+                    + " alice's floor").isZero();
+            assertThat(kept.blockCount()).isEqualTo(1);
+            assertThat(kept.evictOldest()).isEqualTo(-1);
+            assertThat(kept.get(txn(block(0)))).isNotNull();
+
+            kept.decide(txn(block(0)), Outcome.COMMITTED, "alice", NOW);
+            assertThat(kept.evictOldest()).as("decided, but not ended").isEqualTo(-1);
+            kept.ended(txn(block(0)));
+            assertThat(kept.evictOldest()).as("dropped from memory; alice's floor keeps its outcome").isZero();
+            assertThat(kept.blockCount()).isZero();
+            assertThat(kept.get(txn(block(0))).outcome()).isEqualTo(Outcome.COMMITTED);
+        }
+
+        @Test
+        void itsBlockDoesNotExpireUntilItEnded() {
+            kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
+            commit(kept, 2, "alice", NOW);
+
+            assertThat(kept.expire(NOW + 2 * TTL)).isZero();
             assertThat(kept.get(txn(2))).isNotNull();
-            assertThat(kept.reserve("alice").slot()).isEqualTo(1);
-            assertThat(kept.get(txn(2))).as("its slot taken by the new round").isNull();
-        }
 
-        @Test
-        void aClientWhoseOutcomesAreAllGoneIsForgottenAndStartsAgainAtSlotZero() {
-            end(kept, 1, "alice", 0);
-            kept.expire(TTL);
-
-            assertThat(kept.clients()).isZero();
-            assertThat(kept.reserve("alice").slot()).isZero();
-        }
-    }
-
-    @Nested
-    @DisplayName("per coordinator")
-    class PerCoordinator {
-
-        private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 3, TTL);
-
-        @Test
-        void evictsTheGloballyOldestOutcomeWhateverItsClientAndEmptiesItsSlot() {
-            end(kept, 1, "alice", 0);
-            end(kept, 2, "bob", 1);
-            end(kept, 3, "alice", 2);
-
-            List<KeptOutcomes.SlotMark> first = end(kept, 4, "carol", 3);
-            List<KeptOutcomes.SlotMark> second = end(kept, 5, "dave", 4);
-
-            assertThat(first).extracting(KeptOutcomes.SlotMark::owner, KeptOutcomes.SlotMark::slot)
-                    .containsExactly(org.assertj.core.groups.Tuple.tuple("alice", 0));
-            assertThat(second).extracting(KeptOutcomes.SlotMark::owner).containsExactly("bob");
-            assertThat(kept.size()).isEqualTo(3);
-            assertThat(kept.get(txn(3))).isNotNull();
-            assertThat(kept.coordinatorEvictions()).isEqualTo(2);
-            assertThat(kept.clients()).isEqualTo(3);
-        }
-
-        @Test
-        void staysBoundedHoweverManyDistinctClientsEndTransactions() {
-            for (long i = 0; i < 10_000; i++) {
-                end(kept, i, "client-" + i, i);
-            }
-
-            assertThat(kept.size()).isEqualTo(3);
-            assertThat(kept.clients()).isEqualTo(3);
-        }
-
-        @Test
-        void aClientHasNoMoreSlotsThanTheCoordinatorKeepsOutcomes() {
-            KeptOutcomes manySlots = new KeptOutcomes(TC, 1_000_000, 3, TTL);
-
-            assertThat(List.of(manySlots.reserve("alice").slot(), manySlots.reserve("alice").slot(),
-                    manySlots.reserve("alice").slot(), manySlots.reserve("alice").slot())).containsExactly(0, 1, 2, 0);
+            kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW + 2 * TTL);
+            kept.ended(txn(1));
+            assertThat(kept.expire(NOW + 2 * TTL)).isEqualTo(2);
         }
 
         @Test
         void refusesTransactionsOfAnotherCoordinator() {
-            assertThatThrownBy(() -> kept.admit(new TxnID(TC + 1, 1), Outcome.COMMITTED, 0, kept.reserve("alice"),
-                    new ArrayList<>())).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> kept.writeSpeculative(new TxnID(TC + 1, 1), Outcome.COMMITTED, "alice", NOW))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> kept.decide(new TxnID(TC + 1, 1), Outcome.COMMITTED, "alice", NOW))
+                    .isInstanceOf(IllegalArgumentException.class);
+            commit(kept, 1, "alice", NOW);
             assertThat(kept.get(new TxnID(TC + 1, 1))).isNull();
         }
     }
 
     @Nested
-    @DisplayName("by age")
-    class ByAge {
+    @DisplayName("writing blocks")
+    class WritingBlocks {
 
-        private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 100, TTL);
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 1000, TTL);
 
         @Test
-        void expiresExactlyTheOutcomesOlderThanTheTimeToLive() {
-            end(kept, 1, "alice", 0);
-            end(kept, 2, "bob", 10);
-            end(kept, 3, "alice", 20);
+        void sendsEachDirtyBlockOnceWithItsStateNow() {
+            long first = commit(kept, 1, "alice", NOW);
+            long second = commit(kept, 2, "bob", NOW);
+            long third = commit(kept, block(1), "alice", NOW);
 
-            assertThat(slots(kept.expire(TTL + 9))).containsExactly(0);
-            assertThat(kept.expire(TTL + 10)).extracting(KeptOutcomes.SlotMark::owner).containsExactly("bob");
-            assertThat(kept.get(txn(3))).isNotNull();
-            assertThat(kept.expirations()).isEqualTo(2);
+            List<KeptOutcomes.BlockWrite> writes = kept.drainDirty();
+
+            assertThat(first).isLessThan(second);
+            assertThat(second).isLessThan(third);
+            assertThat(writes).extracting(KeptOutcomes.BlockWrite::blockIndex).containsExactlyInAnyOrder(0L, 1L);
+            KeptOutcomes.BlockWrite block0 = writes.stream().filter(w -> w.blockIndex() == 0).findFirst()
+                    .orElseThrow();
+            assertThat(block0.generation()).isEqualTo(second);
+            assertThat(block0.recordOrNull().size()).isEqualTo(2);
+            assertThat(block0.recordOrNull().coordinatorId()).isEqualTo(TC);
+            assertThat(kept.hasDirty()).isFalse();
+            assertThat(kept.drainDirty()).isEmpty();
         }
 
         @Test
-        void nothingExpiresBeforeItsTime() {
-            end(kept, 1, "alice", 0);
+        void aBlockIsDurableAsOfTheGenerationWhoseWriteLanded() {
+            long first = commit(kept, 1, "alice", NOW);
+            KeptOutcomes.BlockWrite write = only(kept.drainDirty());
+            long second = commit(kept, 2, "alice", NOW);
 
-            assertThat(kept.expire(TTL - 1)).isEmpty();
-            assertThat(kept.size()).isEqualTo(1);
-        }
-    }
+            assertThat(kept.isDurable(1, first)).isFalse();
+            kept.landed(write);
 
-    @Nested
-    @DisplayName("vacated slots")
-    class VacatedSlots {
-
-        private final KeptOutcomes kept = new KeptOutcomes(TC, 3, 3, TTL);
-
-        @Test
-        void areTakenAgainOnlyWhenTheClientsRecordsComeRoundToThem() {
-            end(kept, 1, "alice", 0);
-            end(kept, 2, "alice", 1);
-            end(kept, 3, "bob", 2);
-            KeptOutcomes.SlotMark aliceSlot0 = end(kept, 4, "carol", 3).get(0);
-
-            assertThat(kept.isTakenSince(aliceSlot0)).isFalse();
-            assertThat(kept.reserve("alice").slot()).isEqualTo(2);
-            assertThat(kept.isTakenSince(aliceSlot0)).isFalse();
-            assertThat(kept.reserve("alice").slot()).isZero();
-            assertThat(kept.isTakenSince(aliceSlot0)).isTrue();
+            assertThat(kept.isDurable(1, first)).isTrue();
+            assertThat(kept.isDurable(2, second)).isFalse();
         }
 
         @Test
-        void ofAForgottenClientAreTakenAgainAsItStartsOver() {
-            end(kept, 1, "alice", 0);
-            end(kept, 2, "alice", 1);
-            List<KeptOutcomes.SlotMark> vacated = kept.expire(TTL + 1);
+        void aFailedWriteIsSentAgainWithTheNextDrain() {
+            long generation = commit(kept, 1, "alice", NOW);
+            KeptOutcomes.BlockWrite write = only(kept.drainDirty());
 
-            kept.reserve("alice");
+            kept.failed(write);
 
-            assertThat(vacated).extracting(kept::isTakenSince).containsExactly(true, false);
+            assertThat(kept.hasDirty()).isTrue();
+            KeptOutcomes.BlockWrite again = only(kept.drainDirty());
+            assertThat(again.generation()).isEqualTo(generation);
+            assertThat(inRecord(again.recordOrNull(), 1)).isEqualTo(Outcome.COMMITTED);
+            assertThat(kept.isDurable(1, generation)).isFalse();
+        }
+
+        @Test
+        void aFailedWriteOfABlockChangedSinceIsSentAgainAsItIsNow() {
+            commit(kept, 1, "alice", NOW);
+            KeptOutcomes.BlockWrite write = only(kept.drainDirty());
+            long newer = commit(kept, 2, "alice", NOW);
+
+            kept.failed(write);
+
+            KeptOutcomes.BlockWrite again = only(kept.drainDirty());
+            assertThat(again.generation()).isEqualTo(newer);
+            assertThat(again.recordOrNull().size()).isEqualTo(2);
         }
     }
 
@@ -255,35 +550,158 @@ class KeptOutcomesTest {
     @DisplayName("restore")
     class Restore {
 
-        private final KeptOutcomes kept = new KeptOutcomes(TC, 3, 100, TTL);
+        private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 1000, TTL);
 
         @Test
-        void keepsRestoredOutcomesInTheirSlotsAndContinuesAfterTheNewest() {
-            kept.restore(txn(1), Outcome.COMMITTED, "alice", 0, 1, new ArrayList<>());
-            kept.restore(txn(2), Outcome.ABORTED, "alice", 0, 2, new ArrayList<>());
+        void holdsBackBlocksThatMayHoldOutcomesNotReadYet() {
+            kept.beginRestore(block(1) + 44);
+            commit(kept, 5, "alice", NOW);
+            commit(kept, block(1) + 45, "alice", NOW);
+            commit(kept, block(2), "alice", NOW);
 
-            assertThat(kept.reserve("alice").slot()).isZero();
+            assertThat(kept.isRestoring()).isTrue();
+            assertThat(only(kept.drainDirty()).blockIndex()).isEqualTo(2);
+
+            kept.mergeRestored(new RestoredOutcomes(), NOW);
+
+            assertThat(kept.isRestoring()).isFalse();
+            assertThat(kept.drainDirty()).extracting(KeptOutcomes.BlockWrite::blockIndex)
+                    .containsExactlyInAnyOrder(0L, 1L);
+        }
+
+        @Test
+        void whatTheCoordinatorWroteDuringTheRestoreWinsOverWhatWasRead() throws Exception {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL);
+            commit(earlier, 5, "alice", NOW - MINUTE);
+            commit(earlier, 6, "alice", NOW - MINUTE);
+            kept.beginRestore(Long.MAX_VALUE);
+            end(kept, 5, Outcome.ABORTED, "bob", NOW);
+
+            kept.mergeRestored(restoredFrom(earlier), NOW);
+
+            assertThat(kept.get(txn(5))).isEqualTo(new KeptOutcome(txn(5), Outcome.ABORTED, "bob", NOW));
+            KeptOutcome read = kept.get(txn(6));
+            assertThat(read.outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(read.owner()).isEqualTo("alice");
+            assertThat(read.endTimeMillis()).as("an end time earlier than the block's first is kept as the first:"
+                    + " never shorter").isBetween(NOW - MINUTE, NOW);
+            ChunkRecord record = only(kept.drainDirty()).recordOrNull();
+            assertThat(inRecord(record, 5)).isEqualTo(Outcome.ABORTED);
+            assertThat(inRecord(record, 6)).isEqualTo(Outcome.COMMITTED);
+        }
+
+        @Test
+        void restoredBlocksAreKeptAsTheOldestAndNotWrittenAgain() throws Exception {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 1, 1000, TTL);
+            commit(earlier, block(0), "alice", NOW - MINUTE);
+            commit(earlier, block(1), "alice", NOW - MINUTE);
+            KeptOutcomes restarted = new KeptOutcomes(TC, 1, 1000, TTL);
+            restarted.beginRestore(Long.MAX_VALUE);
+            commit(restarted, block(2), "bob", NOW);
+
+            assertThat(restarted.mergeRestored(restoredFrom(earlier), NOW)).isEmpty();
+
+            assertThat(restarted.size()).isEqualTo(3);
+            assertThat(restarted.drainDirty()).extracting(KeptOutcomes.BlockWrite::blockIndex).containsExactly(2L);
+            restarted.evictOldest();
+            assertThat(restarted.get(txn(block(2)))).as("the live block is the newest").isNotNull();
+            assertThat(restarted.blockCount()).isEqualTo(2);
+        }
+
+        @Test
+        void deletesARestoredBlockWhoseOutcomesAllExpired() throws Exception {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL);
+            commit(earlier, block(3), "alice", NOW - TTL - MINUTE);
+            commit(earlier, block(4), "alice", NOW - MINUTE);
+            kept.beginRestore(Long.MAX_VALUE);
+
+            kept.mergeRestored(restoredFrom(earlier), NOW);
+
+            assertThat(kept.get(txn(block(3)))).isNull();
+            assertThat(kept.get(txn(block(4)))).isNotNull();
+            KeptOutcomes.BlockWrite tombstone = only(kept.drainDirty());
+            assertThat(tombstone.blockIndex()).isEqualTo(3);
+            assertThat(tombstone.recordOrNull()).isNull();
+        }
+
+        @Test
+        void rebuildsEachClientsFloorFromWhatWasRead() throws Exception {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 2, 1000, TTL);
+            for (long i = 0; i < 5; i++) {
+                commit(earlier, block(i), "alice", NOW - 10 * MINUTE + i * 1000);
+            }
+            KeptOutcomes restarted = new KeptOutcomes(TC, 2, 1000, TTL);
+            restarted.beginRestore(Long.MAX_VALUE);
+            restarted.mergeRestored(restoredFrom(earlier), NOW);
+
+            while (restarted.evictOldest() >= 0) {
+                // drop every block
+            }
+
+            assertThat(restarted.floorSize()).isEqualTo(2);
+            assertThat(restarted.get(txn(block(3)))).isNotNull();
+            assertThat(restarted.get(txn(block(4)))).isNotNull();
+            assertThat(restarted.get(txn(block(2)))).isNull();
+        }
+
+        @Test
+        void movesOutcomesOfEarlierFormatsIntoTheirBlocks() {
+            RestoredOutcomes restored = new RestoredOutcomes();
+            restored.legacy("s0:alice", new KeptOutcome(txn(block(1)), Outcome.COMMITTED, "alice", NOW - MINUTE));
+            restored.legacy(TC + ":" + (block(1) + 1), new KeptOutcome(txn(block(1) + 1), Outcome.ABORTED, null,
+                    NOW - MINUTE));
+            kept.beginRestore(Long.MAX_VALUE);
+
+            List<KeptOutcomes.BlockWrite> migrated = kept.mergeRestored(restored, NOW);
+
+            assertThat(migrated).extracting(KeptOutcomes.BlockWrite::blockIndex).containsExactly(1L);
+            assertThat(kept.get(txn(block(1)))).isEqualTo(new KeptOutcome(txn(block(1)), Outcome.COMMITTED, "alice",
+                    NOW - MINUTE));
+            assertThat(kept.get(txn(block(1) + 1)).owner()).isNull();
+            KeptOutcomes.BlockWrite write = only(kept.drainDirty());
+            assertThat(write.generation()).isGreaterThanOrEqualTo(migrated.get(0).generation());
+            assertThat(inRecord(write.recordOrNull(), block(1))).isEqualTo(Outcome.COMMITTED);
+            assertThat(inRecord(write.recordOrNull(), block(1) + 1)).isEqualTo(Outcome.ABORTED);
+            assertThat(kept.isDurable(block(1), migrated.get(0).generation())).isFalse();
+            kept.landed(write);
+            assertThat(kept.isDurable(block(1), migrated.get(0).generation())).isTrue();
+        }
+
+        @Test
+        void doesNotMoveOutcomesOfEarlierFormatsThatExpired() {
+            RestoredOutcomes restored = new RestoredOutcomes();
+            restored.legacy("s0:alice", new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW - MINUTE));
+            restored.legacy("s1:alice", new KeptOutcome(txn(2), Outcome.COMMITTED, "alice", NOW - TTL - MINUTE));
+            restored.legacy("s2:alice", new KeptOutcome(txn(block(1)), Outcome.COMMITTED, "alice",
+                    NOW - TTL - MINUTE));
+            kept.beginRestore(Long.MAX_VALUE);
+
+            List<KeptOutcomes.BlockWrite> migrated = kept.mergeRestored(restored, NOW);
+            kept.expire(NOW);
+
             assertThat(kept.get(txn(1))).isNotNull();
-            assertThat(kept.reserve("alice").slot()).isEqualTo(1);
-            assertThat(kept.get(txn(1))).isNull();
-            assertThat(kept.get(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(kept.get(txn(2))).as("expired, although its block holds a younger outcome").isNull();
+            assertThat(kept.get(txn(block(1)))).isNull();
+            assertThat(migrated).extracting(KeptOutcomes.BlockWrite::blockIndex).containsExactly(0L);
+            assertThat(inRecord(only(kept.drainDirty()).recordOrNull(), 2)).isNull();
         }
 
         @Test
-        void aTransactionFoundInTwoSlotsKeepsTheLaterAndVacatesTheEarlier() {
-            List<KeptOutcomes.SlotMark> vacated = new ArrayList<>();
-            kept.restore(txn(1), Outcome.ABORTED, "alice", 0, 0, vacated);
-            kept.restore(txn(1), Outcome.COMMITTED, "alice", 0, 1, vacated);
+        void aLaterRecordOfEarlierFormatsWinsAndABlockRecordWinsOverBoth() throws Exception {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL);
+            end(earlier, block(2), Outcome.ABORTED, "alice", NOW - MINUTE);
+            RestoredOutcomes restored = restoredFrom(earlier);
+            restored.legacy("s0:alice", new KeptOutcome(txn(block(2)), Outcome.COMMITTED, "alice", NOW - MINUTE));
+            restored.legacy("s1:alice", new KeptOutcome(txn(7), Outcome.COMMITTED, "alice", NOW - MINUTE));
+            restored.legacy("s2:alice", new KeptOutcome(txn(7), Outcome.ABORTED, "alice", NOW - MINUTE));
+            kept.beginRestore(Long.MAX_VALUE);
 
-            assertThat(slots(vacated)).containsExactly(0);
-            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
-            assertThat(kept.size()).isEqualTo(1);
-        }
+            List<KeptOutcomes.BlockWrite> migrated = kept.mergeRestored(restored, NOW);
 
-        @Test
-        void refusesASlotOutsideTheClientsCount() {
-            assertThatThrownBy(() -> kept.restore(txn(1), Outcome.ABORTED, "alice", 0, 3, new ArrayList<>()))
-                    .isInstanceOf(IllegalArgumentException.class);
+            assertThat(kept.get(txn(block(2))).outcome()).as("the block's own record is newer").isEqualTo(
+                    Outcome.ABORTED);
+            assertThat(kept.get(txn(7)).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(migrated).extracting(KeptOutcomes.BlockWrite::blockIndex).containsExactly(0L);
         }
     }
 }

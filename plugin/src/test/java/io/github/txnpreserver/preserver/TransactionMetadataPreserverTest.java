@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
+import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
 import io.github.txnpreserver.statetopic.proto.TxnOutcome;
 import io.github.txnpreserver.testing.CallLog;
@@ -14,9 +15,10 @@ import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.MutableClock;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ScheduledExecutorService;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.AfterEach;
@@ -29,143 +31,182 @@ class TransactionMetadataPreserverTest {
 
     private static final long TC = 7;
     private static final long NOW = 1_700_000_000_000L;
+    private static final long HOUR = Duration.ofHours(1).toMillis();
+    private static final Duration TTL = Duration.ofHours(72);
 
     private final CallLog callLog = new CallLog();
     private final InMemoryStateTopic topic = new InMemoryStateTopic(callLog);
     private final MutableClock clock = new MutableClock(NOW);
-    private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
-    private TransactionMetadataPreserver preserver = newPreserver(2, 100);
+    private final List<ScheduledExecutorService> executors = new ArrayList<>();
+    private TransactionMetadataPreserver preserver = restored(newPreserver(2, 100));
 
-    private TransactionMetadataPreserver newPreserver(int perClient, int total) {
-        return new TransactionMetadataPreserver(TC, new PreserverConfig(perClient, total, Duration.ofHours(72),
-                Duration.ofSeconds(300), Duration.ofSeconds(60)), topic, clock, executor);
+    private static PreserverConfig config(int perClient, int floorCap) {
+        return new PreserverConfig(perClient, floorCap, TTL, Duration.ofSeconds(300), Duration.ofSeconds(60));
+    }
+
+    /** A preserver on its own executor (closing one, as a crash does, must not stop the next). */
+    private TransactionMetadataPreserver newPreserver(int perClient, int floorCap) {
+        return newPreserver(perClient, floorCap, new OutcomeMemoryBudget(config(perClient, floorCap).maxMemoryBytes()));
+    }
+
+    private TransactionMetadataPreserver newPreserver(int perClient, int floorCap, OutcomeMemoryBudget budget) {
+        return newPreserver(TC, perClient, floorCap, budget);
+    }
+
+    private TransactionMetadataPreserver newPreserver(long coordinator, int perClient, int floorCap,
+                                                      OutcomeMemoryBudget budget) {
+        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
+        executors.add(executor);
+        return new TransactionMetadataPreserver(coordinator, config(perClient, floorCap), topic, clock, executor,
+                budget);
+    }
+
+    /** Restored, and done with what its restore queued (expiry of what it read, the first flush). */
+    private static TransactionMetadataPreserver restored(TransactionMetadataPreserver preserver) {
+        await(preserver.restore());
+        settle(preserver);
+        return preserver;
     }
 
     @AfterEach
     void close() {
-        executor.shutdownNow();
+        executors.forEach(ScheduledExecutorService::shutdownNow);
     }
 
     private static TxnID txn(long sequence) {
         return new TxnID(TC, sequence);
     }
 
-    /** A transaction as the in-memory topic names it in its call log and liveTransactions(). */
-    private static String t(long sequence) {
-        return TC + ":" + sequence;
+    /** Waits until the preserver's executor has run what it had queued (a flush, a restore's end). */
+    private static void settle(TransactionMetadataPreserver preserver) {
+        await(CompletableFuture.runAsync(() -> { }, preserver.executor()));
     }
 
-    private static byte[] record(long sequence, String owner, TxnOutcome outcome, long endTime) {
-        TerminatedTxnRecord.Builder record = TerminatedTxnRecord.newBuilder()
-                .setFormatVersion(StateRecordCodec.FORMAT_VERSION).setTxnidMostBits(TC).setTxnidLeastBits(sequence)
-                .setOutcome(outcome).setEndTimeMillis(endTime);
-        if (owner != null) {
-            record.setOwner(owner);
+    /** Runs after every task the executor has due within {@code millis}. */
+    private static void letScheduledWorkRun(TransactionMetadataPreserver preserver, long millis) throws Exception {
+        Thread.sleep(millis);
+        settle(preserver);
+    }
+
+    /** Writes the blocks an earlier incarnation kept, as its flushes would have. */
+    private void appendBlocksOf(KeptOutcomes earlier) {
+        for (KeptOutcomes.BlockWrite write : earlier.drainDirty()) {
+            topic.appendRaw(StateRecordCodec.blockKey(write.blockIndex()),
+                    write.recordOrNull() == null ? null : StateRecordCodec.encodeBlock(write.recordOrNull()));
         }
-        return record.build().toByteArray();
     }
 
-    private static byte[] record(long sequence, TxnOutcome outcome, long endTime) {
-        return record(sequence, "alice", outcome, endTime);
+    private static KeptOutcomes earlierIncarnation(long... committedSequencesAtNow) {
+        KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL.toMillis());
+        for (long sequence : committedSequencesAtNow) {
+            earlier.decide(txn(sequence), Outcome.COMMITTED, "alice", NOW);
+            earlier.ended(txn(sequence));
+        }
+        return earlier;
     }
 
-    /** Runs after every task the preserver's executor has due within {@code millis}. */
-    private void letScheduledWorkRun(long millis) throws Exception {
-        executor.schedule(() -> { }, millis, TimeUnit.MILLISECONDS).get(5, TimeUnit.SECONDS);
+    /** A record of 0.2 (slot keys) and 0.1 (per-transaction keys). */
+    private static byte[] legacyRecord(long sequence, String owner, Outcome outcome, long endTime) {
+        return StateRecordCodec.encode(new KeptOutcome(txn(sequence), outcome, owner, endTime));
     }
 
     @Nested
-    @DisplayName("preserving")
-    class Preserving {
+    @DisplayName("writing")
+    class Writing {
 
         @Test
-        void keepsAnOutcomeOnlyOnceItIsDurable() {
+        void aDecisionCompletesOnceItsBlocksRecordIsDurable() {
             topic.holdWrites();
-            var durable = preserver.preserve(txn(1), Outcome.COMMITTED, "alice");
 
-            assertThat(preserver.find(txn(1))).isNull();
+            CompletableFuture<Void> decided = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+            assertThat(decided).isNotDone();
             topic.releaseHeldWrites();
-            await(durable);
-
+            await(decided);
+            assertThat(topic.liveKeys()).containsExactly("c0");
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
             assertThat(preserver.find(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
-            assertThat(topic.liveKeys()).containsExactly("s0:alice");
         }
 
         @Test
-        void aFailedWriteKeepsNothingAndReportsTheFailure() {
-            topic.failNextWrites(1);
+        void endsThatComeWhileAFlushIsInFlightGoOutTogetherInTheNextOne() {
+            topic.holdWrites();
+            List<CompletableFuture<Void>> ends = new ArrayList<>();
+            ends.add(preserver.preserve(txn(0), Outcome.COMMITTED, "alice"));
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
 
-            failureOf(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            for (long i = 1; i < 50; i++) {
+                ends.add(preserver.preserve(txn(i), i % 2 == 0 ? Outcome.COMMITTED : Outcome.ABORTED, "alice"));
+            }
+            settle(preserver);
+            assertThat(topic.heldWriteCount()).as("one flush at a time").isEqualTo(1);
+            topic.releaseHeldWrites();
 
-            assertThat(preserver.find(txn(1))).isNull();
-            assertThat(preserver.stats().recordWriteFailures.sum()).isEqualTo(1);
+            ends.forEach(end -> await(end));
+            assertThat(topic.valueCount()).as("messages for 50 ends").isEqualTo(2);
+            assertThat(callLog.count("state-write c0")).isEqualTo(2);
+            for (long i = 0; i < 50; i++) {
+                assertThat(topic.newestOutcomeOf(txn(i))).isEqualTo(i % 2 == 0 ? Outcome.COMMITTED : Outcome.ABORTED);
+            }
         }
 
         @Test
-        void aClientsNewRecordOverwritesItsOldestOutcomeOneWritePerTransaction() {
-            for (long i = 1; i <= 5; i++) {
-                await(preserver.preserve(txn(i), Outcome.COMMITTED, "alice"));
+        void oneFlushCarriesOneMessagePerDirtyBlock() {
+            topic.holdWrites();
+            CompletableFuture<Void> first = preserver.preserve(txn(0), Outcome.COMMITTED, "alice");
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+            List<CompletableFuture<Void>> ends = new ArrayList<>();
+            for (long sequence : new long[] {256, 257, 258, 512, 513}) {
+                ends.add(preserver.preserve(txn(sequence), Outcome.COMMITTED, "bob"));
             }
 
-            assertThat(preserver.find(txn(3))).isNull();
-            assertThat(topic.liveTransactions()).containsExactly(t(4), t(5));
-            assertThat(topic.entries()).hasSize(5);
-            assertThat(callLog.calls()).noneMatch(call -> call.startsWith("state-delete"));
+            topic.releaseHeldWrites();
+
+            await(first);
+            ends.forEach(end -> await(end));
+            assertThat(topic.valueCount()).isEqualTo(3);
+            assertThat(topic.liveKeys()).containsExactlyInAnyOrder("c0", "c1", "c2");
         }
 
         @Test
-        void aRecordSupersedingOneOfTheSameTransactionOverwritesItInItsSlot() {
-            var speculative = preserver.persist(txn(1), Outcome.COMMITTED, "alice", null);
-            var decided = preserver.persist(txn(1), Outcome.ABORTED, "alice", speculative);
-            preserver.keep(await(decided.durable()));
+        void aRetriedDecisionWaitsForTheSameRecord() {
+            topic.holdWrites();
+            CompletableFuture<Void> first = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
 
-            assertThat(topic.entries()).extracting(InMemoryStateTopic.Entry::key)
-                    .containsExactly("s0:alice", "s0:alice");
-            assertThat(topic.liveTransactions()).containsExactly(t(1));
-            assertThat(preserver.find(txn(1)).outcome()).isEqualTo(Outcome.ABORTED);
+            CompletableFuture<Void> retried = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            assertThat(retried).isNotDone();
+            topic.releaseHeldWrites();
+
+            await(first);
+            await(retried);
+            settle(preserver);
+            assertThat(topic.valueCount()).isEqualTo(1);
         }
 
         @Test
-        void deletesWhatTheCoordinatorLimitEvicts() {
-            preserver = newPreserver(10, 2);
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
-            await(preserver.preserve(txn(2), Outcome.COMMITTED, "bob"));
-            await(preserver.preserve(txn(3), Outcome.COMMITTED, "carol"));
+        void aFailedFlushFailsItsWaitersAndWritesTheBlockAgain() {
+            topic.failNextWrites(1);
 
-            assertThat(preserver.find(txn(1))).isNull();
-            assertThat(topic.liveTransactions()).containsExactly(t(2), t(3));
-            assertThat(callLog.calls()).contains("state-delete s0:alice");
+            Throwable failure = failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            assertThat(failure).hasMessageContaining("injected");
+            assertThat(preserver.stats().recordWriteFailures.sum()).isEqualTo(1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().contains("c0"));
+            assertThat(callLog.calls()).containsSubsequence("state-write failed c0", "state-write c0");
+            await(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
         }
 
         @Test
-        void retriesAFailedTombstoneUntilItLands() {
-            preserver = newPreserver(10, 2);
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
-            await(preserver.preserve(txn(2), Outcome.COMMITTED, "bob"));
-            topic.failNextDeletes(2);
+        void closingFailsTheEndsStillWaiting() {
+            topic.holdWrites();
+            CompletableFuture<Void> decided = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
-            await(preserver.preserve(txn(3), Outcome.COMMITTED, "carol"));
+            await(preserver.closeAsync());
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> !topic.liveKeys().contains("s0:alice"));
-            assertThat(callLog.count("state-delete failed s0:alice")).isEqualTo(2);
-            assertThat(preserver.stats().tombstoneWriteRetries.sum()).isEqualTo(2);
-        }
-
-        @Test
-        void aRetriedTombstoneNeverDeletesANewerRecordThatTookTheSlot() throws Exception {
-            preserver = newPreserver(1, 2);
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
-            await(preserver.preserve(txn(2), Outcome.COMMITTED, "bob"));
-            topic.failNextDeletes(1);
-            await(preserver.preserve(txn(3), Outcome.COMMITTED, "carol"));
-            assertThat(callLog.count("state-delete failed s0:alice")).isEqualTo(1);
-
-            await(preserver.preserve(txn(4), Outcome.ABORTED, "alice"));
-            letScheduledWorkRun(1_000);
-
-            assertThat(topic.liveTransactions()).contains(t(4));
-            assertThat(callLog.count("state-delete s0:alice")).isZero();
-            assertThat(preserver.find(txn(4)).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(failureOf(decided)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
         }
     }
 
@@ -174,17 +215,67 @@ class TransactionMetadataPreserverTest {
     class Expiry {
 
         @Test
-        void dropsExpiredOutcomesFromMemoryAndTheStateTopic() {
+        void dropsExpiredOutcomesFromMemoryAndDeletesTheirBlocks() {
             await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
             clock.advance(Duration.ofHours(1));
-            await(preserver.preserve(txn(2), Outcome.ABORTED, "bob"));
+            await(preserver.preserve(txn(256), Outcome.ABORTED, "bob"));
 
             clock.advance(Duration.ofHours(71));
             preserver.expire();
 
             assertThat(preserver.find(txn(1))).isNull();
-            assertThat(preserver.find(txn(2))).isNotNull();
-            assertThat(topic.liveTransactions()).containsExactly(t(2));
+            assertThat(preserver.find(txn(256))).isNotNull();
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().equals(List.of("c1")));
+            assertThat(callLog.calls()).contains("state-delete c0");
+        }
+    }
+
+    @Nested
+    @DisplayName("the memory bound")
+    class MemoryBound {
+
+        private static final long LIMIT = 4096;
+
+        @Test
+        void dropsTheOldestBlocksAndDeletesTheirRecords() {
+            OutcomeMemoryBudget budget = new OutcomeMemoryBudget(LIMIT);
+            TransactionMetadataPreserver bounded = restored(newPreserver(1, 100, budget));
+            int ends = 20;
+            for (int i = 0; i < ends; i++) {
+                clock.advance(Duration.ofSeconds(1));
+                await(bounded.preserve(txn(256L * i), Outcome.COMMITTED, "alice"));
+            }
+
+            long kept = bounded.keptCount();
+            assertThat(kept).isBetween(1L, (long) ends - 1);
+            assertThat(bounded.keptBytes()).isLessThanOrEqualTo(LIMIT);
+            assertThat(bounded.keptOutcomes().memoryEvictions()).isEqualTo(ends - kept);
+            for (int i = 0; i < ends; i++) {
+                assertThat(bounded.find(txn(256L * i)) != null).as("block %d kept", i).isEqualTo(i >= ends - kept);
+            }
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().size() == kept);
+            assertThat(topic.liveKeys()).doesNotContain("c0").contains("c" + (ends - 1));
+        }
+
+        @Test
+        void isSharedByTheCoordinatorsOfABrokerAndTakesTheOldestOutcomesWhicheverHoldsThem() {
+            OutcomeMemoryBudget budget = new OutcomeMemoryBudget(LIMIT);
+            TransactionMetadataPreserver quiet = restored(newPreserver(TC, 1, 100, budget));
+            TransactionMetadataPreserver busy = restored(newPreserver(TC + 1, 1, 100, budget));
+            for (int i = 0; i < 3; i++) {
+                await(quiet.preserve(txn(256L * i), Outcome.COMMITTED, "alice"));
+            }
+            clock.advance(Duration.ofMinutes(1));
+
+            for (int i = 0; i < 2; i++) {
+                await(busy.preserve(new TxnID(TC + 1, 256L * i), Outcome.COMMITTED, "bob"));
+            }
+
+            assertThat(budget.usedBytes()).isLessThanOrEqualTo(LIMIT);
+            assertThat(quiet.keptOutcomes().memoryEvictions()).isPositive();
+            assertThat(busy.keptOutcomes().memoryEvictions()).isZero();
+            assertThat(busy.find(new TxnID(TC + 1, 0))).isNotNull();
+            assertThat(quiet.find(txn(0))).isNull();
         }
     }
 
@@ -196,141 +287,255 @@ class TransactionMetadataPreserverTest {
         void restoresWhatAnEarlierIncarnationKept() {
             await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
             await(preserver.preserve(txn(2), Outcome.ABORTED, null));
+            await(preserver.preserve(txn(300), Outcome.ABORTED, "bob"));
 
-            TransactionMetadataPreserver restored = newPreserver(2, 100);
-            await(restored.restore());
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
-            assertThat(restored.find(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
-            assertThat(restored.find(txn(2)).owner()).isNull();
-            assertThat(restored.keptCount()).isEqualTo(2);
+            assertThat(next.find(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(next.find(txn(2)).owner()).isNull();
+            assertThat(next.find(txn(300))).isEqualTo(new KeptOutcome(txn(300), Outcome.ABORTED, "bob", NOW));
+            assertThat(next.keptCount()).isEqualTo(3);
+            assertThat(next.stats().restoredRecords).isEqualTo(topic.entries().size());
         }
 
         @Test
-        void appliesTombstonesAndNewerRecordsUnderTheSameKeyInLogOrder() {
-            topic.appendRaw("s0:alice", record(1, TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw("s0:alice", null);
-            topic.appendRaw("s1:alice", record(2, TxnOutcome.ABORTED, NOW));
-            topic.appendRaw("s0:bob", record(3, "bob", TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw("s0:bob", record(4, "bob", TxnOutcome.ABORTED, NOW));
+        void appliesTombstonesAndNewerValuesOfABlockInLogOrder() {
+            appendBlocksOf(earlierIncarnation(1));
+            topic.appendRaw("c0", null);
+            KeptOutcomes earlier = earlierIncarnation(256);
+            appendBlocksOf(earlier);
+            earlier.decide(txn(256), Outcome.ABORTED, "alice", NOW);
+            earlier.decide(txn(257), Outcome.ABORTED, "bob", NOW);
+            appendBlocksOf(earlier);
 
-            await(preserver.restore());
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
-            assertThat(preserver.find(txn(1))).isNull();
-            assertThat(preserver.find(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
-            assertThat(preserver.find(txn(3))).isNull();
-            assertThat(preserver.find(txn(4)).outcome()).isEqualTo(Outcome.ABORTED);
-        }
-
-        @Test
-        void skipsAndCountsMalformedRecords() {
-            topic.appendRaw("s0:alice", "not a protobuf record".getBytes(StandardCharsets.UTF_8));
-            topic.appendRaw("garbage-key", record(2, TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw(null, record(3, TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw("s1:alice", TerminatedTxnRecord.newBuilder().setFormatVersion(99).setTxnidMostBits(TC)
-                    .setTxnidLeastBits(4).setOutcome(TxnOutcome.COMMITTED).build().toByteArray());
-            topic.appendRaw("s0:bob", record(6, "alice", TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw("s0:carol", TerminatedTxnRecord.newBuilder().setFormatVersion(1).setTxnidMostBits(TC + 1)
-                    .setTxnidLeastBits(7).setOutcome(TxnOutcome.COMMITTED).setOwner("carol").build().toByteArray());
-            topic.appendRaw("s1:alice", record(8, TxnOutcome.ABORTED, NOW));
-
-            await(preserver.restore());
-
-            assertThat(preserver.stats().malformedRecords.sum()).isEqualTo(6);
-            assertThat(preserver.keptCount()).isEqualTo(1);
-            assertThat(preserver.find(txn(8)).outcome()).isEqualTo(Outcome.ABORTED);
-        }
-
-        @Test
-        void deletesExpiredRecordsInsteadOfKeepingThem() {
-            topic.appendRaw("s0:alice", record(1, TxnOutcome.COMMITTED, NOW - Duration.ofHours(73).toMillis()));
-            topic.appendRaw("s1:alice", record(2, TxnOutcome.COMMITTED, NOW - Duration.ofHours(1).toMillis()));
-
-            await(preserver.restore());
-
-            assertThat(preserver.find(txn(1))).isNull();
-            assertThat(preserver.find(txn(2))).isNotNull();
-            assertThat(topic.liveTransactions()).containsExactly(t(2));
-        }
-
-        @Test
-        void keepsAClientsRecordsInTheirSlotsAndContinuesAfterTheNewest() {
-            topic.appendRaw("s1:alice", record(1, TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw("s0:alice", record(2, TxnOutcome.COMMITTED, NOW));
-
-            await(preserver.restore());
-            assertThat(topic.entries()).as("nothing to move").hasSize(2);
-            await(preserver.preserve(txn(3), Outcome.COMMITTED, "alice"));
-
-            assertThat(preserver.find(txn(1))).isNull();
-            assertThat(preserver.find(txn(2))).isNotNull();
-            assertThat(topic.liveKeys()).containsExactlyInAnyOrder("s0:alice", "s1:alice");
-            assertThat(topic.liveTransactions()).containsExactly(t(2), t(3));
-        }
-
-        @Test
-        void movesAClientsNewestRecordsIntoSlotsWhenTheCountChanged() {
-            for (long i = 1; i <= 5; i++) {
-                topic.appendRaw("s" + (i - 1) + ":alice", record(i, TxnOutcome.COMMITTED, NOW));
-            }
-
-            await(preserver.restore());
-
-            assertThat(preserver.keptCount()).isEqualTo(2);
-            assertThat(preserver.find(txn(4))).isNotNull();
-            assertThat(preserver.find(txn(5))).isNotNull();
-            assertThat(topic.liveKeys()).containsExactlyInAnyOrder("s0:alice", "s1:alice");
-            assertThat(topic.liveTransactions()).containsExactly(t(4), t(5));
-
-            TransactionMetadataPreserver again = newPreserver(2, 100);
-            int entries = topic.entries().size();
-            await(again.restore());
-            assertThat(again.keptCount()).isEqualTo(2);
-            assertThat(topic.entries()).as("moved once only").hasSize(entries);
-        }
-
-        @Test
-        void movesTheOnePerTransactionRecordsOfVersion01IntoSlots() {
-            for (long i = 1; i <= 3; i++) {
-                topic.appendRaw(StateRecordCodec.legacyKeyOf(txn(i)), record(i, TxnOutcome.COMMITTED, NOW));
-            }
-            topic.appendRaw(StateRecordCodec.legacyKeyOf(txn(4)), record(4, null, TxnOutcome.ABORTED, NOW));
-
-            await(preserver.restore());
-
-            assertThat(preserver.find(txn(1))).isNull();
-            assertThat(preserver.find(txn(3))).isNotNull();
-            assertThat(preserver.find(txn(4)).owner()).isNull();
-            assertThat(topic.liveKeys()).containsExactlyInAnyOrder("s0:alice", "s1:alice", "s0");
-            assertThat(topic.liveTransactions()).containsExactly(t(2), t(3), t(4));
-        }
-
-        @Test
-        void appliesTheCoordinatorLimitAndDeletesWhatItNoLongerAllows() {
-            preserver = newPreserver(10, 2);
-            topic.appendRaw("s0:alice", record(1, TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw("s0:bob", record(2, "bob", TxnOutcome.COMMITTED, NOW));
-            topic.appendRaw("s0:carol", record(3, "carol", TxnOutcome.COMMITTED, NOW));
-
-            await(preserver.restore());
-
-            assertThat(preserver.keptCount()).isEqualTo(2);
-            assertThat(preserver.find(txn(1))).isNull();
-            assertThat(topic.liveTransactions()).containsExactly(t(2), t(3));
+            assertThat(next.find(txn(1))).isNull();
+            assertThat(next.find(txn(256)).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(next.find(txn(257)).owner()).isEqualTo("bob");
+            assertThat(next.keptCount()).isEqualTo(2);
         }
 
         @Test
         void readsTheSameFromACompactedTopic() {
-            for (long i = 1; i <= 3; i++) {
-                await(preserver.preserve(txn(i), Outcome.COMMITTED, "alice"));
+            for (long i = 0; i < 3; i++) {
+                await(preserver.preserve(txn(i * 200), Outcome.COMMITTED, "alice"));
             }
             topic.compact();
 
-            TransactionMetadataPreserver restored = newPreserver(2, 100);
-            await(restored.restore());
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
-            assertThat(restored.find(txn(1))).isNull();
-            assertThat(restored.find(txn(2))).isNotNull();
-            assertThat(restored.find(txn(3))).isNotNull();
+            for (long i = 0; i < 3; i++) {
+                assertThat(next.find(txn(i * 200))).isNotNull();
+            }
+        }
+
+        @Test
+        void skipsAndCountsMalformedRecords() throws Exception {
+            byte[] valid = StateRecordCodec.encodeBlock(earlierIncarnation(5 * 256).drainDirty().get(0).recordOrNull());
+            OutcomeBlockRecord.Builder validRecord = OutcomeBlockRecord.parseFrom(valid).toBuilder();
+            topic.appendRaw("c1", "not a protobuf record".getBytes(StandardCharsets.UTF_8));
+            topic.appendRaw(null, valid);
+            topic.appendRaw("c-5", valid);
+            topic.appendRaw("cx", valid);
+            topic.appendRaw("c6", valid);
+            topic.appendRaw("c5", validRecord.clone().setCoordinatorId(TC + 1).build().toByteArray());
+            topic.appendRaw("c5", validRecord.clone().setFormatVersion(StateRecordCodec.BLOCK_FORMAT_VERSION + 1)
+                    .build().toByteArray());
+            topic.appendRaw("garbage-key", legacyRecord(2, "alice", Outcome.COMMITTED, NOW));
+            topic.appendRaw("s0:bob", legacyRecord(3, "alice", Outcome.COMMITTED, NOW));
+            topic.appendRaw("s1:carol", TerminatedTxnRecord.newBuilder().setFormatVersion(1).setTxnidMostBits(TC + 1)
+                    .setTxnidLeastBits(4).setOutcome(TxnOutcome.COMMITTED).setOwner("carol").build().toByteArray());
+            topic.appendRaw("c7", StateRecordCodec.encodeBlock(earlierIncarnation(7 * 256 + 1).drainDirty().get(0)
+                    .recordOrNull()));
+
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+
+            assertThat(next.stats().malformedRecords.sum()).isEqualTo(10);
+            assertThat(next.keptCount()).isEqualTo(1);
+            assertThat(next.find(txn(7 * 256 + 1))).isNotNull();
+            assertThat(next.find(txn(5 * 256))).isNull();
+        }
+
+        @Test
+        void aMalformedNewestValueOfABlockHidesItsEarlierValueAsCompactionWould() throws Exception {
+            appendBlocksOf(earlierIncarnation(1));
+            topic.appendRaw("c0", new byte[] {1, 2, 3});
+
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+
+            assertThat(next.stats().malformedRecords.sum()).isEqualTo(1);
+            assertThat(next.find(txn(1))).isNull();
+        }
+
+        @Test
+        void deletesBlocksWhoseOutcomesAllExpired() {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL.toMillis());
+            earlier.decide(txn(0), Outcome.COMMITTED, "alice", NOW - TTL.toMillis() - HOUR);
+            earlier.decide(txn(256), Outcome.COMMITTED, "alice", NOW - HOUR);
+            appendBlocksOf(earlier);
+
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+
+            assertThat(next.find(txn(0))).isNull();
+            assertThat(next.find(txn(256))).isNotNull();
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().equals(List.of("c1")));
+        }
+
+        @Test
+        void lookupsOfEndedTransactionsWaitWhileBlocksTheRestoreMayFillAreNotWritten() {
+            appendBlocksOf(earlierIncarnation(1));
+            topic.holdReads();
+            TransactionMetadataPreserver next = newPreserver(2, 100);
+
+            CompletableFuture<Void> restore = next.startRestore(300);
+            CompletableFuture<Void> inRestoredBlock = next.decide(txn(2), Outcome.ABORTED, "bob");
+            CompletableFuture<Void> pastTheFrontier = next.decide(txn(512), Outcome.COMMITTED, "bob");
+
+            await(pastTheFrontier);
+            assertThat(next.isRestoring()).isTrue();
+            assertThat(next.restored()).isNotDone();
+            assertThat(next.find(txn(1))).as("not read yet").isNull();
+            settle(next);
+            assertThat(inRestoredBlock).as("its record would erase outcomes not read yet").isNotDone();
+            assertThat(topic.requests()).containsExactly("write c2");
+
+            topic.releaseReads();
+
+            await(restore);
+            await(inRestoredBlock);
+            assertThat(next.find(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(topic.newestOutcomeOf(txn(1))).as("the restored outcome is in the block's new record")
+                    .isEqualTo(Outcome.COMMITTED);
+            assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
+        }
+    }
+
+    @Nested
+    @DisplayName("restoring earlier formats")
+    class Migrating {
+
+        /** Outcomes of 0.2 (client slots) and 0.1 (one key per transaction), as the topic holds them. */
+        private void appendLegacyRecords() {
+            topic.appendRaw(StateRecordCodec.slotKey("alice", 0), legacyRecord(1, "alice", Outcome.COMMITTED, NOW));
+            topic.appendRaw(StateRecordCodec.slotKey("alice", 1), legacyRecord(2, "alice", Outcome.ABORTED, NOW));
+            topic.appendRaw(StateRecordCodec.slotKey(null, 0), legacyRecord(3, null, Outcome.COMMITTED, NOW));
+            topic.appendRaw(StateRecordCodec.legacyKeyOf(txn(300)), legacyRecord(300, "bob", Outcome.ABORTED, NOW));
+            topic.appendRaw(StateRecordCodec.slotKey("alice", 2), legacyRecord(4, "alice", Outcome.COMMITTED,
+                    NOW - TTL.toMillis() - HOUR));
+            topic.appendRaw(StateRecordCodec.slotKey("alice", 3), legacyRecord(5, "alice", Outcome.COMMITTED, NOW));
+            topic.appendRaw(StateRecordCodec.slotKey("alice", 3), null);
+        }
+
+        private static final List<String> LEGACY_KEYS = List.of("s0:alice", "s1:alice", "s0", "7:300", "s2:alice");
+
+        private void assertAnswersEveryMigratedOutcome(TransactionMetadataPreserver restored) {
+            assertThat(restored.find(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(restored.find(txn(2)).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(restored.find(txn(3)).owner()).isNull();
+            assertThat(restored.find(txn(300))).isEqualTo(new KeptOutcome(txn(300), Outcome.ABORTED, "bob", NOW));
+            assertThat(restored.find(txn(4))).as("expired").isNull();
+            assertThat(restored.find(txn(5))).as("deleted").isNull();
+        }
+
+        @Test
+        void movesOutcomesOfSlotAndPerTransactionKeysIntoBlocksThenDeletesTheirKeys() {
+            appendLegacyRecords();
+
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+
+            assertAnswersEveryMigratedOutcome(next);
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+                    LEGACY_KEYS::contains));
+            assertThat(topic.liveKeys()).containsExactlyInAnyOrder("c0", "c1");
+            assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":2", TC + ":3", TC + ":300");
+            for (String key : LEGACY_KEYS) {
+                assertThat(callLog.calls()).containsSubsequence("state-write c0", "state-delete " + key);
+                assertThat(callLog.calls()).containsSubsequence("state-write c1", "state-delete " + key);
+            }
+        }
+
+        @Test
+        void movesThemOnlyOnce() {
+            appendLegacyRecords();
+            TransactionMetadataPreserver first = restored(newPreserver(2, 100));
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+                    LEGACY_KEYS::contains));
+            settle(first);
+            topic.compact();
+            int requests = topic.requests().size();
+
+            TransactionMetadataPreserver again = restored(newPreserver(2, 100));
+            settle(again);
+
+            assertAnswersEveryMigratedOutcome(again);
+            assertThat(topic.requests()).as("nothing moved or deleted again").hasSize(requests);
+        }
+
+        @Test
+        void deletesNoEarlierKeyBeforeTheBlocksThatCopyItAreDurable() throws Exception {
+            appendLegacyRecords();
+            topic.holdWrites();
+
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 2);
+            letScheduledWorkRun(next, 300);
+
+            assertThat(topic.requests()).containsExactlyInAnyOrder("write c0", "write c1");
+            topic.releaseHeldWrites();
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+                    LEGACY_KEYS::contains));
+            List<String> requests = topic.requests();
+            assertThat(requests.subList(0, 2)).containsExactlyInAnyOrder("write c0", "write c1");
+            assertThat(requests.subList(2, requests.size())).allMatch(request -> request.startsWith("delete s")
+                    || request.startsWith("delete 7:"));
+        }
+
+        /**
+         * The defect "migration overwrites before it copies". The slot design (d6c49da) sent a
+         * restore's moved records and its tombstones of the old keys at once, neither waiting
+         * for the other: with the copies' writes failing, the tombstones of the 0.1 keys and the
+         * slots landed, and a broker that died then had lost those outcomes; this test would
+         * see {@code state-delete} lines and a restart that no longer finds them.
+         */
+        @Test
+        void aCrashWhileTheCopiesAreNotDurableLosesNoOutcome() throws Exception {
+            appendLegacyRecords();
+            topic.failNextWrites(Integer.MAX_VALUE);
+
+            TransactionMetadataPreserver crashing = restored(newPreserver(2, 100));
+            await().atMost(Duration.ofSeconds(5)).until(() -> crashing.stats().recordWriteFailures.sum() >= 2);
+            letScheduledWorkRun(crashing, 200);
+
+            assertThat(topic.requests()).noneMatch(request -> request.startsWith("delete"));
+            assertThat(callLog.calls()).noneMatch(call -> call.startsWith("state-delete"));
+            assertThat(topic.liveKeys()).containsAll(LEGACY_KEYS);
+            assertAnswersEveryMigratedOutcome(crashing);
+            await(crashing.closeAsync());
+            topic.failNextWrites(0);
+
+            TransactionMetadataPreserver afterCrash = restored(newPreserver(2, 100));
+
+            assertAnswersEveryMigratedOutcome(afterCrash);
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+                    LEGACY_KEYS::contains));
+            topic.compact();
+            assertAnswersEveryMigratedOutcome(restored(newPreserver(2, 100)));
+        }
+
+        @Test
+        void aRestoreThatReadTheOutcomesInABlockDoesNotTakeThemFromAnOlderFormatAgain() {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL.toMillis());
+            earlier.decide(txn(1), Outcome.ABORTED, "alice", NOW);
+            topic.appendRaw(StateRecordCodec.slotKey("alice", 0), legacyRecord(1, "alice", Outcome.COMMITTED, NOW));
+            appendBlocksOf(earlier);
+
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+
+            assertThat(next.find(txn(1)).outcome()).isEqualTo(Outcome.ABORTED);
+            await().atMost(Duration.ofSeconds(5)).until(() -> !topic.liveKeys().contains("s0:alice"));
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.ABORTED);
         }
     }
 }

@@ -7,7 +7,6 @@ import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.resolution.Resolution;
-import io.github.txnpreserver.statetopic.proto.TxnOutcome;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import java.util.List;
@@ -18,6 +17,7 @@ import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -78,8 +78,8 @@ class CommitChainTest {
         boolean committed = settle(commit);
         boolean aborted = settle(timeoutAbort);
         assertThat(committed).isNotEqualTo(aborted);
-        assertThat(coordinator.stateTopic().newestRecordOf(txn).getOutcome())
-                .isEqualTo(committed ? TxnOutcome.COMMITTED : TxnOutcome.ABORTED);
+        assertThat(coordinator.stateTopic().newestOutcomeOf(txn))
+                .isEqualTo(committed ? Outcome.COMMITTED : Outcome.ABORTED);
 
         coordinator.restart();
 
@@ -225,6 +225,158 @@ class CommitChainTest {
         assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.KEPT);
         await(coordinator.commit(txn, ALICE));
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
+    }
+
+    @Test
+    void aRetryOfAnEndedTransactionDuringTheBackgroundRestoreWaitsForItAndGetsTheKeptOutcome() {
+        TxnID txn = openWithPartition();
+        await(coordinator.commit(txn, ALICE));
+        coordinator.stateTopic().holdReads();
+
+        coordinator.restartWithRestoreInBackground();
+        CompletableFuture<Void> retry = coordinator.commit(txn, ALICE);
+        CompletableFuture<Void> conflicting = coordinator.abort(txn, ALICE);
+
+        assertThat(coordinator.preserver().isRestoring()).isTrue();
+        TxnID fresh = coordinator.open(ALICE);
+        assertThat(retry).as("its outcome may be in what is not read yet").isNotDone();
+        assertThat(conflicting).isNotDone();
+        coordinator.stateTopic().releaseReads();
+
+        await(retry);
+        assertThat(failureOf(conflicting)).isInstanceOf(InvalidTxnStatusException.class);
+        assertThat(fresh.getLeastSigBits()).isGreaterThan(txn.getLeastSigBits());
+        assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isEqualTo(1);
+    }
+
+    /**
+     * Defects found in review of the slot design (d6c49da), each replayed deterministically
+     * through the broker's own end-transaction chain. Each test says why it fails there.
+     */
+    @Nested
+    @DisplayName("defects found by review")
+    class ReviewDefects {
+
+        /** Until the preserver's executor has run what is queued on it (a flush a racing end would cause). */
+        private void settlePreserver() {
+            await(CompletableFuture.runAsync(() -> { }, coordinator.preserver().executor()));
+        }
+
+        /**
+         * "A retried terminal step erases its own record". In d6c49da the retry of the
+         * terminal step kept the same durable record again; admitting a transaction already
+         * kept vacated its slot, and the vacated slot's tombstone was the slot of its own
+         * record: after a restart the commit was unknown (TransactionNotFound). Now a retried
+         * decision returns the same generation and writes nothing.
+         */
+        @Test
+        void aRetriedTerminalStepKeepsItsRecord() {
+            TxnID txn = openWithPartition();
+            String key = CoordinatorHarness.key(txn);
+            coordinator.transactionLog().failNextAppends(op -> op.equals("COMMITTED"), 1);
+
+            await(coordinator.commit(txn, ALICE));
+
+            assertThat(coordinator.callLog().calls()).containsSubsequence("state-write " + key,
+                    "log failed COMMITTED " + key, "log COMMITTED " + key);
+            assertThat(coordinator.callLog().calls()).noneMatch(call -> call.startsWith("state-delete"));
+            assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.COMMITTED);
+
+            coordinator.restart();
+
+            await(coordinator.commit(txn, ALICE));
+            assertThat(failureOf(coordinator.abort(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+        }
+
+        /**
+         * "A losing end's record can land last". In d6c49da an end that found the
+         * transaction live wrote its record whatever its status, over the winner's slot: the
+         * timeout's abort, refused by the store, still wrote ABORTED after the decided
+         * COMMITTED record, and after a restart the commit's retry was refused. Now an end
+         * that does not find the transaction OPEN writes nothing, and a decided transaction's
+         * entry takes no speculative record.
+         */
+        @Test
+        void aTimeoutAbortLosingToACommitInItsTerminalStepWritesNothing() {
+            TxnID txn = openWithPartition();
+            coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
+            CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+            assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.COMMITTED);
+            List<String> requestsBefore = coordinator.stateTopic().requests();
+
+            // The timeout saw the transaction OPEN before the commit began, and now asks for ABORTING from OPEN.
+            Throwable refused = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN,
+                    true));
+            settlePreserver();
+
+            assertThat(refused).isInstanceOf(InvalidTxnStatusException.class);
+            assertThat(coordinator.stateTopic().requests()).as("nothing written after the decided record")
+                    .isEqualTo(requestsBefore);
+            coordinator.transactionLog().releaseHeldAppends();
+            await(commit);
+            assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.COMMITTED);
+
+            coordinator.restart();
+
+            await(coordinator.commit(txn, ALICE));
+            assertThat(failureOf(coordinator.abort(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+            assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
+        }
+
+        /** The reverse of the above; in d6c49da the late commit's COMMITTED record landed over the abort's. */
+        @Test
+        void aLateCommitLosingToTheTimeoutAbortWritesNothing() {
+            TxnID txn = openWithPartition();
+            coordinator.transactionLog().holdAppends(op -> op.equals("ABORTED"));
+            CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+            assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.ABORTED);
+            List<String> requestsBefore = coordinator.stateTopic().requests();
+
+            // The client's commit saw the transaction OPEN before the timeout began.
+            Throwable refused = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTING,
+                    TxnStatus.OPEN, false));
+            settlePreserver();
+
+            assertThat(refused).isInstanceOf(InvalidTxnStatusException.class);
+            assertThat(coordinator.stateTopic().requests()).isEqualTo(requestsBefore);
+            coordinator.transactionLog().releaseHeldAppends();
+            await(timeoutAbort);
+
+            coordinator.restart();
+
+            await(coordinator.abort(txn, ALICE));
+            assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+            assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
+        }
+
+        /**
+         * The same race with the commit's record not durable yet (its write held): the losing
+         * abort writes nothing either, so the record that lands, and is restored, is the commit's.
+         * In d6c49da the abort's record went to the same slot after the commit's.
+         */
+        @Test
+        void aTimeoutAbortLosingToACommitWhoseRecordIsStillInFlightWritesNothing() {
+            TxnID txn = openWithPartition();
+            coordinator.stateTopic().holdWrites();
+            CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndInFlight(txn));
+
+            Throwable refused = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN,
+                    true));
+            settlePreserver();
+
+            assertThat(refused).isInstanceOf(InvalidTxnStatusException.class);
+            assertThat(coordinator.stateTopic().requests()).containsExactly("write c0");
+            coordinator.stateTopic().releaseHeldWrites();
+            await(commit);
+
+            coordinator.restart();
+
+            await(coordinator.commit(txn, ALICE));
+            assertThat(failureOf(coordinator.abort(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+        }
     }
 
     /** Whether the end succeeded; a refusal must be InvalidTxnStatus. */

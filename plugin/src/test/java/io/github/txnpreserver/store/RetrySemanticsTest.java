@@ -154,6 +154,35 @@ class RetrySemanticsTest {
         }
     }
 
+    @Nested
+    @DisplayName("retention")
+    class Retention {
+
+        @Test
+        void anOutcomeIsKeptForItsTimeHoweverManyTransactionsItsClientEndedSince() {
+            TxnID first = endedTransaction(true);
+            for (int i = 0; i < 25; i++) {
+                endedTransaction(i % 2 == 0);
+            }
+
+            await(coordinator.commit(first, ALICE));
+            assertThat(failureOf(coordinator.abort(first, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+        }
+
+        @Test
+        void anOutcomeIsAnsweredUntilItsTimeToLiveAndNotFoundAfter() {
+            TxnID txn = endedTransaction(false);
+
+            coordinator.clock().advance(Duration.ofHours(72).minusSeconds(1));
+            coordinator.preserver().expire();
+            await(coordinator.abort(txn, ALICE));
+
+            coordinator.clock().advance(Duration.ofSeconds(1));
+            coordinator.preserver().expire();
+            assertThat(failureOf(coordinator.abort(txn, ALICE))).isInstanceOf(TransactionNotFoundException.class);
+        }
+    }
+
     @Test
     @DisplayName("is answered the same after a coordinator restart")
     void outcomesSurviveARestart() {

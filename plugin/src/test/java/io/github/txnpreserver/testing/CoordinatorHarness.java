@@ -35,7 +35,8 @@ import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGen
  * log and the state topic in memory and end markers recorded instead of sent.
  *
  * <p>Every collaborator records into one {@link CallLog}:
- * {@code log <op> <key>}, {@code state-write <key>}, {@code marker <COMMIT|ABORT> <partition> <key>}.
+ * {@code log <op> <key>}, {@code state-write <key>} (see {@link InMemoryStateTopic}: a block key, and
+ * each transaction whose entry it changed), {@code marker <COMMIT|ABORT> <partition> <key>}.
  */
 public final class CoordinatorHarness implements AutoCloseable {
 
@@ -76,11 +77,23 @@ public final class CoordinatorHarness implements AutoCloseable {
     public static CoordinatorHarness start(PreserverConfig config) {
         CoordinatorHarness harness = new CoordinatorHarness(config);
         harness.openCoordinator();
+        Futures.await(harness.preserver().restored());
         return harness;
     }
 
     /** Closes the coordinator and opens it again over the same log and state topic, as a broker restart does. */
     public void restart() {
+        store.closeAsync().join();
+        openCoordinator();
+        Futures.await(preserver().restored());
+    }
+
+    /**
+     * Closes the coordinator and opens it again as the broker does, with the state topic
+     * read in the background: the coordinator serves before its restore is done (hold the
+     * state topic's reads to keep it from finishing).
+     */
+    public void restartWithRestoreInBackground() {
         store.closeAsync().join();
         openCoordinator();
     }
@@ -203,7 +216,9 @@ public final class CoordinatorHarness implements AutoCloseable {
                 Long.toString(transactionLog.maxLocalTxnId())));
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC_ID, config, stateTopic, clock,
                 Executors.newSingleThreadScheduledExecutor());
-        preserver.restore().join();
+        // As the provider does: the restore runs in the background, and blocks up to the
+        // log's highest sequence wait for it.
+        preserver.startRestore(transactionLog.maxLocalTxnId());
         TransactionRecoverTrackerImpl recoverTracker = new TransactionRecoverTrackerImpl(service, timeoutTracker,
                 TC_ID);
         store = (PreservingTransactionMetadataStore) new PreservingTransactionMetadataStore(tcId,

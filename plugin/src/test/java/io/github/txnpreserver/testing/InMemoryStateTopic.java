@@ -1,12 +1,19 @@
 package io.github.txnpreserver.testing;
 
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.statetopic.ChunkRecord;
+import io.github.txnpreserver.statetopic.MalformedRecordException;
+import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
+import io.github.txnpreserver.statetopic.proto.TxnOutcome;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -14,18 +21,30 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
  * A state topic kept in memory: an append-only log with compaction on demand, writes that
- * can be made to fail or to wait, and every write recorded in a {@link CallLog} once
- * durable: a record as {@code state-write <mostSigBits>:<leastSigBits>} of the transaction
- * it holds (so that tests follow a transaction, whichever slot its record took), a tombstone
- * as {@code state-delete <key>}.
+ * can be made to fail or to wait, reads that can be made to wait, and every write recorded
+ * in a {@link CallLog} once it landed (or failed):
+ * <ul>
+ *   <li>a block value (key {@code c<n>}) as {@code state-write c<n>}, followed by one
+ *       {@code state-write <mostSigBits>:<leastSigBits>} per transaction whose entry in the
+ *       block differs from the block's newest durable value (new, or another outcome, time
+ *       or owner), so that tests follow a transaction through the blocks that carry it;</li>
+ *   <li>a value of an earlier format as {@code state-write <txn>} of the record it holds,
+ *       or {@code state-write <key>} if it holds none;</li>
+ *   <li>a tombstone as {@code state-delete <key>};</li>
+ *   <li>a failure as the same line with {@code failed } after {@code state-write }/{@code state-delete }.</li>
+ * </ul>
+ * {@link #requests()} lists what was asked of the topic, in order, when it was asked (held
+ * and failed writes included).
  */
 public final class InMemoryStateTopic implements StateTopic {
 
     private final CallLog callLog;
     private final List<Entry> log = new ArrayList<>();
+    private final List<String> requests = new ArrayList<>();
     private final AtomicInteger failingWrites = new AtomicInteger();
     private final AtomicInteger failingDeletes = new AtomicInteger();
     private final List<Runnable> heldWrites = new ArrayList<>();
+    private CompletableFuture<Void> readGate = CompletableFuture.completedFuture(null);
     private boolean holdWrites;
     private boolean closed;
 
@@ -36,7 +55,7 @@ public final class InMemoryStateTopic implements StateTopic {
     public record Entry(String key, byte[] value) {
     }
 
-    /** The next {@code count} record writes fail. */
+    /** The next {@code count} value writes fail. */
     public void failNextWrites(int count) {
         failingWrites.set(count);
     }
@@ -46,7 +65,7 @@ public final class InMemoryStateTopic implements StateTopic {
         failingDeletes.set(count);
     }
 
-    /** Writes wait until {@link #releaseHeldWrites()}. */
+    /** Writes and tombstones wait until {@link #releaseHeldWrites()}. */
     public synchronized void holdWrites() {
         holdWrites = true;
     }
@@ -71,7 +90,22 @@ public final class InMemoryStateTopic implements StateTopic {
         return heldWrites.size();
     }
 
-    /** Appends an entry as if another writer (or corruption) had put it there. */
+    /** Reads started from now on wait until {@link #releaseReads()}. */
+    public synchronized void holdReads() {
+        if (readGate.isDone()) {
+            readGate = new CompletableFuture<>();
+        }
+    }
+
+    public void releaseReads() {
+        CompletableFuture<Void> gate;
+        synchronized (this) {
+            gate = readGate;
+        }
+        gate.complete(null);
+    }
+
+    /** Appends an entry as if another writer (or an earlier version) had put it there. */
     public synchronized void appendRaw(String key, byte[] value) {
         log.add(new Entry(key, value));
     }
@@ -97,37 +131,47 @@ public final class InMemoryStateTopic implements StateTopic {
         return List.copyOf(log);
     }
 
-    /** Keys whose newest entry is a value, not a tombstone. */
+    /** Entries with a value (messages that carry outcomes, tombstones not counted). */
+    public synchronized long valueCount() {
+        return log.stream().filter(entry -> entry.value() != null).count();
+    }
+
+    /** What was asked of the topic, in order: {@code write <key>} and {@code delete <key>}. */
+    public synchronized List<String> requests() {
+        return List.copyOf(requests);
+    }
+
+    /** Keys whose newest entry is a value, not a tombstone, in the order of those entries. */
     public synchronized List<String> liveKeys() {
-        Map<String, Entry> newest = new LinkedHashMap<>();
-        for (Entry entry : log) {
-            if (entry.key() != null) {
-                newest.put(entry.key(), entry);
-            }
-        }
-        return newest.values().stream().filter(e -> e.value() != null).map(Entry::key).toList();
+        return newestValues().keySet().stream().toList();
     }
 
-    /** Transactions whose record is the newest value of its key, in log order. */
+    /** The newest value of a key, or null if it has none or its newest entry is a tombstone. */
+    public synchronized byte[] newestValue(String key) {
+        return newestValues().get(key);
+    }
+
+    /**
+     * Transactions held by the newest value of each live key, as
+     * {@code <mostSigBits>:<leastSigBits>}: every outcome of a block, the record of an
+     * earlier format; sorted by transaction.
+     */
     public synchronized List<String> liveTransactions() {
-        Map<String, Entry> newest = new LinkedHashMap<>();
-        for (Entry entry : log) {
-            if (entry.key() != null) {
-                newest.remove(entry.key());
-                newest.put(entry.key(), entry);
-            }
-        }
-        return newest.values().stream().filter(e -> e.value() != null).map(e -> transactionOf(e.key(), e.value()))
-                .toList();
+        List<TxnID> txns = new ArrayList<>();
+        newestValues().forEach((key, value) -> txns.addAll(outcomesIn(key, value).keySet()));
+        return txns.stream().sorted((a, b) -> a.getMostSigBits() != b.getMostSigBits()
+                        ? Long.compare(a.getMostSigBits(), b.getMostSigBits())
+                        : Long.compare(a.getLeastSigBits(), b.getLeastSigBits()))
+                .map(txn -> txn.getMostSigBits() + ":" + txn.getLeastSigBits()).distinct().toList();
     }
 
-    /** The newest record written for a transaction, under whichever key, or null. */
-    public synchronized TerminatedTxnRecord newestRecordOf(TxnID txn) {
-        String wanted = txn.getMostSigBits() + ":" + txn.getLeastSigBits();
-        TerminatedTxnRecord found = null;
-        for (Entry entry : log) {
-            if (entry.value() != null && wanted.equals(transactionOf(entry.key(), entry.value()))) {
-                found = parse(entry.value());
+    /** The outcome the topic's newest values give a transaction (what a restore reads), or null. */
+    public synchronized Outcome newestOutcomeOf(TxnID txn) {
+        Outcome found = null;
+        for (Map.Entry<String, byte[]> entry : newestValues().entrySet()) {
+            TxnEntry kept = outcomesIn(entry.getKey(), entry.getValue()).get(txn);
+            if (kept != null) {
+                found = kept.outcome();
             }
         }
         return found;
@@ -139,6 +183,7 @@ public final class InMemoryStateTopic implements StateTopic {
 
     @Override
     public CompletableFuture<Void> write(String key, byte[] value) {
+        Objects.requireNonNull(value, "a write has a value; a tombstone is delete()");
         return append(key, value, "state-write ", failingWrites);
     }
 
@@ -149,12 +194,17 @@ public final class InMemoryStateTopic implements StateTopic {
 
     @Override
     public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-        List<Entry> entries;
+        CompletableFuture<Void> gate;
         synchronized (this) {
-            entries = List.copyOf(log);
+            gate = readGate;
         }
-        return CompletableFuture.runAsync(() -> entries.forEach(entry -> visitor.accept(entry.key(), entry.value())),
-                reader);
+        return gate.thenRunAsync(() -> {
+            List<Entry> entries;
+            synchronized (this) {
+                entries = List.copyOf(log);
+            }
+            entries.forEach(entry -> visitor.accept(entry.key(), entry.value()));
+        }, reader);
     }
 
     @Override
@@ -163,13 +213,61 @@ public final class InMemoryStateTopic implements StateTopic {
         return CompletableFuture.completedFuture(null);
     }
 
-    /** The transaction a record holds, as {@code <mostSigBits>:<leastSigBits>}; the key if it holds none. */
-    private static String transactionOf(String key, byte[] value) {
-        TerminatedTxnRecord record = parse(value);
-        return record == null ? key : record.getTxnidMostBits() + ":" + record.getTxnidLeastBits();
+    /** One transaction's entry in a value: what a restore would read for it. */
+    private record TxnEntry(Outcome outcome, long endSecond, String owner) {
     }
 
-    private static TerminatedTxnRecord parse(byte[] value) {
+    private Map<String, byte[]> newestValues() {
+        Map<String, byte[]> newest = new LinkedHashMap<>();
+        for (Entry entry : log) {
+            if (entry.key() != null) {
+                newest.remove(entry.key());
+                if (entry.value() != null) {
+                    newest.put(entry.key(), entry.value());
+                }
+            }
+        }
+        return newest;
+    }
+
+    /** The transactions a value holds, in offset order for a block; empty if it cannot be read. */
+    private static Map<TxnID, TxnEntry> outcomesIn(String key, byte[] value) {
+        Map<TxnID, TxnEntry> outcomes = new LinkedHashMap<>();
+        if (value == null || key == null) {
+            return outcomes;
+        }
+        if (StateRecordCodec.isBlockKey(key)) {
+            try {
+                long coordinator = OutcomeBlockRecord.parseFrom(value).getCoordinatorId();
+                ChunkRecord block = StateRecordCodec.decodeBlock(key, value, coordinator);
+                int entry = 0;
+                for (int offset = 0; offset < 256; offset++) {
+                    if ((block.kept()[offset >>> 6] & (1L << offset)) == 0) {
+                        continue;
+                    }
+                    boolean committed = (block.committed()[offset >>> 6] & (1L << offset)) != 0;
+                    int ref = block.ownerRefs() == null ? block.uniformOwnerRef() : block.ownerRefs()[entry];
+                    String owner = ref == 0 ? null : block.owners().get(ref - 1);
+                    outcomes.put(new TxnID(coordinator, block.blockIndex() * 256 + offset),
+                            new TxnEntry(committed ? Outcome.COMMITTED : Outcome.ABORTED, block.endSeconds()[entry],
+                                    owner));
+                    entry++;
+                }
+            } catch (InvalidProtocolBufferException | MalformedRecordException e) {
+                return outcomes;
+            }
+            return outcomes;
+        }
+        TerminatedTxnRecord record = parseLegacy(value);
+        if (record != null) {
+            outcomes.put(new TxnID(record.getTxnidMostBits(), record.getTxnidLeastBits()),
+                    new TxnEntry(record.getOutcome() == TxnOutcome.COMMITTED ? Outcome.COMMITTED : Outcome.ABORTED,
+                            record.getEndTimeMillis(), record.hasOwner() ? record.getOwner() : null));
+        }
+        return outcomes;
+    }
+
+    private static TerminatedTxnRecord parseLegacy(byte[] value) {
         try {
             TerminatedTxnRecord record = TerminatedTxnRecord.parseFrom(value);
             return record.getFormatVersion() > 0 ? record : null;
@@ -178,22 +276,49 @@ public final class InMemoryStateTopic implements StateTopic {
         }
     }
 
+    /** The call-log subjects of a write: the key, then for a block the transactions it changes. */
+    private List<String> subjectsOf(String key, byte[] value) {
+        List<String> subjects = new ArrayList<>();
+        if (value == null) {
+            subjects.add(key);
+            return subjects;
+        }
+        Map<TxnID, TxnEntry> written = outcomesIn(key, value);
+        if (!StateRecordCodec.isBlockKey(key)) {
+            subjects.add(written.isEmpty() ? key : written.keySet().stream()
+                    .map(txn -> txn.getMostSigBits() + ":" + txn.getLeastSigBits()).findFirst().orElseThrow());
+            return subjects;
+        }
+        subjects.add(key);
+        Map<TxnID, TxnEntry> before;
+        synchronized (this) {
+            before = outcomesIn(key, newestValues().get(key));
+        }
+        written.forEach((txn, entry) -> {
+            if (!entry.equals(before.get(txn))) {
+                subjects.add(txn.getMostSigBits() + ":" + txn.getLeastSigBits());
+            }
+        });
+        return subjects;
+    }
+
     private CompletableFuture<Void> append(String key, byte[] value, String call, AtomicInteger failures) {
         CompletableFuture<Void> durable = new CompletableFuture<>();
-        String subject = value == null ? key : transactionOf(key, value);
         Runnable write = () -> {
+            List<String> subjects = subjectsOf(key, value);
             if (failures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                callLog.record(call + "failed " + subject);
+                subjects.forEach(subject -> callLog.record(call + "failed " + subject));
                 durable.completeExceptionally(new IllegalStateException("injected state-topic write failure"));
                 return;
             }
             synchronized (this) {
                 log.add(new Entry(key, value));
             }
-            callLog.record(call + subject);
+            subjects.forEach(subject -> callLog.record(call + subject));
             durable.complete(null);
         };
         synchronized (this) {
+            requests.add((value == null ? "delete " : "write ") + key);
             if (holdWrites) {
                 heldWrites.add(write);
                 return durable;

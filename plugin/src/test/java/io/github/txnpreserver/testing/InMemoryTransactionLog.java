@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Predicate;
+import org.apache.bookkeeper.mledger.ManagedLedgerException;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
 import org.apache.pulsar.transaction.coordinator.TransactionLogReplayCallback;
@@ -32,6 +33,8 @@ public final class InMemoryTransactionLog {
     private final Set<Position> deleted = new HashSet<>();
     private final List<Runnable> heldAppends = new ArrayList<>();
     private Predicate<String> holdWhen = op -> false;
+    private Predicate<String> failWhen = op -> false;
+    private int failuresLeft;
 
     public InMemoryTransactionLog(CallLog callLog) {
         this.callLog = callLog;
@@ -70,6 +73,16 @@ public final class InMemoryTransactionLog {
         held.forEach(Runnable::run);
     }
 
+    /**
+     * The next {@code count} appends whose op matches fail with a managed-ledger error, one
+     * the broker's end-transaction chain retries (as a bookie write timeout does); they are
+     * recorded as {@code log failed <op> <key>} and leave nothing in the log.
+     */
+    public synchronized void failNextAppends(Predicate<String> opMatches, int count) {
+        failWhen = opMatches;
+        failuresLeft = count;
+    }
+
     public synchronized int heldAppendCount() {
         return heldAppends.size();
     }
@@ -87,6 +100,13 @@ public final class InMemoryTransactionLog {
     private CompletableFuture<Position> append(TransactionMetadataEntry entry) {
         String op = opOf(entry);
         CompletableFuture<Position> durable = new CompletableFuture<>();
+        synchronized (this) {
+            if (failuresLeft > 0 && failWhen.test(op)) {
+                failuresLeft--;
+                callLog.record("log failed " + op + " " + entry.getTxnidMostBits() + ":" + entry.getTxnidLeastBits());
+                return CompletableFuture.failedFuture(new ManagedLedgerException("injected bookie write timeout"));
+            }
+        }
         Runnable write = () -> {
             Position position;
             synchronized (this) {

@@ -1,0 +1,123 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/**
+ * With the install defaults (outcomes kept 72 h under a 64 MB bound, a floor of 100 per
+ * client), a busy coordinator keeps every outcome of the last minute: probes committed once a
+ * second among transactions committed as fast as 8 threads can are all answered, before and
+ * after a kill -9 and restart of the broker.
+ */
+@DisplayName("Retention window under load, across a crash")
+class RetentionWindowIT {
+
+    private static final int THREADS = 8;
+    private static final Duration LOAD = Duration.ofSeconds(60);
+    private static LocalPulsar pulsar;
+
+    @BeforeAll
+    static void startBroker() throws Exception {
+        pulsar = LocalPulsar.start("retention-window", Map.of());
+    }
+
+    @AfterAll
+    static void stopBroker() throws Exception {
+        pulsar.close();
+    }
+
+    @Test
+    void everyProbeOfABusyMinuteIsAnsweredBeforeAndAfterACrash() throws Exception {
+        List<TxnID> probes = new ArrayList<>();
+        AtomicLong committed = new AtomicLong();
+        ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
+        AtomicBoolean running = new AtomicBoolean(true);
+        long start;
+        double seconds;
+        try (PulsarClient load = Txns.client(pulsar); PulsarClient probing = Txns.client(pulsar)) {
+            ExecutorService threads = Executors.newFixedThreadPool(THREADS);
+            List<Future<?>> workers = new ArrayList<>();
+            start = System.nanoTime();
+            for (int i = 0; i < THREADS; i++) {
+                workers.add(threads.submit(() -> {
+                    while (running.get()) {
+                        try {
+                            Transaction txn = Txns.open(load, Duration.ofMinutes(5));
+                            txn.commit().get(60, TimeUnit.SECONDS);
+                            committed.incrementAndGet();
+                        } catch (Exception e) {
+                            failures.add(e);
+                            if (failures.size() > 100) {
+                                return;
+                            }
+                        }
+                    }
+                }));
+            }
+            long next = System.nanoTime();
+            while (System.nanoTime() - start < LOAD.toNanos()) {
+                Transaction probe = Txns.open(probing, Duration.ofMinutes(5));
+                probe.commit().get(60, TimeUnit.SECONDS);
+                probes.add(probe.getTxnID());
+                next += TimeUnit.SECONDS.toNanos(1);
+                long wait = next - System.nanoTime();
+                if (wait > 0) {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                }
+            }
+            running.set(false);
+            for (Future<?> worker : workers) {
+                worker.get(2, TimeUnit.MINUTES);
+            }
+            seconds = (System.nanoTime() - start) / 1e9;
+            threads.shutdown();
+        }
+        System.out.printf("load: %d transactions committed by %d threads in %.1f s (%.0f txn/s), %d probes,"
+                        + " %d failures%n", committed.get(), THREADS, seconds, committed.get() / seconds, probes.size(),
+                failures.size());
+        assertThat(failures).as("load failures").isEmpty();
+        assertThat(probes).hasSizeGreaterThanOrEqualTo(50);
+
+        try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            for (TxnID probe : probes) {
+                assertThat(retry.commit(probe)).as("commit retry of probe %s", probe).isEqualTo(EndAnswer.SUCCESS);
+                assertThat(retry.abort(probe)).as("abort of committed probe %s", probe)
+                        .isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
+            }
+        }
+
+        long killed = pulsar.pid();
+        long restartStart = System.nanoTime();
+        pulsar.restartAfterKill();
+        assertThat(pulsar.pid()).isNotEqualTo(killed);
+        System.out.printf("kill -9 and restart took %.1f s%n", (System.nanoTime() - restartStart) / 1e9);
+
+        long retryStart = System.nanoTime();
+        try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            for (TxnID probe : probes) {
+                assertThat(retry.commit(probe)).as("commit retry of probe %s after the crash", probe)
+                        .isEqualTo(EndAnswer.SUCCESS);
+            }
+        }
+        System.out.printf("%d probe retries after the crash answered in %.1f s%n", probes.size(),
+                (System.nanoTime() - retryStart) / 1e9);
+    }
+}
