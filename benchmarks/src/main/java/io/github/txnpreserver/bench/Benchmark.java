@@ -2,14 +2,20 @@ package io.github.txnpreserver.bench;
 
 import io.github.txnpreserver.config.PreserverConfig;
 
+import io.github.txnpreserver.it.EndAnswer;
 import io.github.txnpreserver.it.LocalPulsar;
+import io.github.txnpreserver.it.RetryingEndClient;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
  * Stock Pulsar against the plugin, on the same distribution and machine, in one run; plus the
@@ -98,6 +104,8 @@ public final class Benchmark {
         double windowSeconds = memoryBound / accounted / maxRate;
         say("window the install defaults give at %.0f txn/s (%d MiB / %.2f bytes per outcome): %.0f s", maxRate,
                 memoryBound >> 20, accounted, windowSeconds);
+        say("probes (one per round, committed before the load): %s after up to %.0f s of load",
+                plugin.probesAnswered ? "all answered success" : "NOT ALL ANSWERED", plugin.probeAgeSeconds);
         say("");
         say("Targets: p50 and p99 ratio <= 1.03; throughput ratio (mean over 1, 8, 32 clients) >= 0.97;"
                 + " CPU per txn ratio at 32 clients <= 1.05; heap <= 8 bytes per outcome; 10 M restore <= 5 s;"
@@ -105,15 +113,20 @@ public final class Benchmark {
         say("RESULT p50_ratio=%.3f p99_ratio=%.3f throughput_ratio=%.3f bytes_per_txn_count1=%.0f"
                         + " bytes_per_txn_count100=%.0f bytes_per_txn_count10000=%.0f messages_per_txn=%.3f"
                         + " heap_bytes_per_outcome=%.2f heap_bytes_per_outcome_1000_owners=%.2f"
-                        + " restore_10m_seconds=%.2f cpu_per_txn_ratio=%.3f window_seconds_at_max_rate=%.0f",
+                        + " restore_10m_seconds=%.2f cpu_per_txn_ratio=%.3f window_seconds_at_max_rate=%.0f"
+                        + " window_probes_answered=%s",
                 p50Ratio, p99Ratio, throughputRatio, costPerTxn.get(1)[0], costPerTxn.get(100)[0],
                 costPerTxn.get(10_000)[0], costPerTxn.get(100)[1], heapNoOwner, heapOwners, restoreSeconds, cpuRatio,
-                windowSeconds);
+                windowSeconds, plugin.probesAnswered);
     }
 
     private static void measure(Side side, LocalPulsar pulsar, int round, int latencyTxns, Duration brokerWarmup,
                                 Duration warmup, Duration measured, int perfSeconds) throws Exception {
         String prefix = "persistent://public/default/bench-" + side.name + "-" + round + "-";
+        // The window, checked by probing: a transaction committed before all the load must
+        // still be answered after it (the plugin's side only; stock answers TransactionNotFound).
+        long probeStart = System.nanoTime();
+        TxnID probe = commitProbe(pulsar.serviceUrl());
         // Operators run brokers for days: measure them warm. The plugin's side has more code to
         // compile (the broker's own client sends its records), so a short warm-up measures the
         // JIT (30-40 % more broker CPU per transaction in the first minute, ~10 % after it).
@@ -139,6 +152,23 @@ public final class Benchmark {
         side.perfSum += perf;
         side.perfRounds++;
         say("pulsar-perf transaction, 8 threads: %.1f txn/s (log %s)", perf, perfLog);
+        try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            EndAnswer answer = retry.commit(probe);
+            double age = (System.nanoTime() - probeStart) / 1e9;
+            say("retried commit of a probe committed %.0f s before, under all of the load above: %s", age, answer);
+            if (side.name.equals("plugin")) {
+                side.probesAnswered &= answer == EndAnswer.SUCCESS;
+                side.probeAgeSeconds = Math.max(side.probeAgeSeconds, age);
+            }
+        }
+    }
+
+    private static TxnID commitProbe(String serviceUrl) throws Exception {
+        try (PulsarClient client = PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true).build()) {
+            Transaction txn = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build().get();
+            txn.commit().get();
+            return txn.getTxnID();
+        }
     }
 
     private static double millis(Histogram histogram, double percentile) {
@@ -171,6 +201,8 @@ public final class Benchmark {
         final Map<Integer, Integer> throughputRounds = new LinkedHashMap<>();
         double perfSum;
         int perfRounds;
+        boolean probesAnswered = true;
+        double probeAgeSeconds;
 
         Side(String name) {
             this.name = name;

@@ -290,6 +290,43 @@ class KeptOutcomesTest {
             assertThat(kept.get(txn(0))).isNull();
             assertThat(kept.get(txn(2)).owner()).isNull();
         }
+
+        /**
+         * "A floor-only block is deleted while a floor entry still needs its record". A block
+         * drops each expired entry, but a client's floor expires in the order the client ended
+         * its transactions and stops at the first it keeps: so a floor entry can outlive its
+         * block entry. Here alice's 2 was decided after 1 with an earlier end time (a clock
+         * that stepped back). In 45163af dropping the block counted the floor entries of the
+         * offsets it still had only (1, not 2): its record was deleted as soon as 1 left the
+         * floor, and 2, still answered, was lost at the next restart.
+         */
+        @Test
+        void aDroppedBlocksRecordStaysUntilTheLastOfItsFloorEntriesLeavesEvenOneItsBlockNoLongerHad() {
+            commit(kept, 1, "alice", NOW + 10 * MINUTE);
+            commit(kept, 2, "alice", NOW);
+            kept.drainDirty();
+            kept.expire(NOW + TTL);
+            assertThat(kept.get(txn(2))).as("expired from its block, not from alice's floor, which stops at 1")
+                    .isEqualTo(new KeptOutcome(txn(2), Outcome.COMMITTED, "alice", NOW));
+            assertThat(kept.blockCount()).isEqualTo(1);
+
+            kept.evictOldest();
+            assertThat(kept.blockCount()).isZero();
+            assertThat(kept.drainDirty()).as("both floor entries need the record").isEmpty();
+
+            commit(kept, block(1), "alice", NOW + TTL);
+            assertThat(kept.get(txn(1))).as("pushed out of alice's floor").isNull();
+            assertThat(kept.get(txn(2))).isNotNull();
+            assertThat(kept.drainDirty()).extracting(KeptOutcomes.BlockWrite::blockIndex)
+                    .as("2 still needs block 0's record: not deleted").containsExactly(1L);
+
+            commit(kept, block(1) + 1, "alice", NOW + TTL);
+            assertThat(kept.get(txn(2))).isNull();
+            List<KeptOutcomes.BlockWrite> writes = kept.drainDirty();
+            assertThat(writes).extracting(KeptOutcomes.BlockWrite::blockIndex).containsExactlyInAnyOrder(0L, 1L);
+            assertThat(writes.stream().filter(write -> write.blockIndex() == 0).findFirst().orElseThrow()
+                    .recordOrNull()).as("the last floor entry gone: the record is deleted").isNull();
+        }
     }
 
     @Nested
@@ -422,6 +459,28 @@ class KeptOutcomesTest {
             assertThat(kept.writeSpeculative(txn(1), Outcome.ABORTED, "alice", NOW)).isEqualTo(-1);
 
             assertThat(kept.drainDirty()).isEmpty();
+            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
+        }
+
+        /**
+         * "A late losing end overwrites the decided entry". An end writes its speculative
+         * record once the store found the transaction OPEN; descheduled between that check and
+         * the write, a losing end can come after the winner's whole chain, its end included.
+         * In 45163af nothing of the winner's end was left to refuse it: the loser's outcome
+         * replaced the decided one, and its end, which never ends, pinned the block forever.
+         */
+        @Test
+        void aLosingEndArrivingAfterTheWinnerEndedWritesNothingAndPinsNothing() {
+            commit(kept, 1, "alice", NOW);
+            kept.drainDirty();
+
+            assertThat(kept.writeSpeculative(txn(1), Outcome.ABORTED, "alice", NOW + MINUTE)).isEqualTo(-1);
+
+            assertThat(kept.drainDirty()).isEmpty();
+            assertThat(kept.get(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(kept.oldestEvictableMillis()).as("not pinned").isEqualTo(NOW);
+            assertThat(kept.evictOldest()).as("dropped from memory; alice's floor keeps its outcome").isZero();
+            assertThat(kept.blockCount()).isZero();
             assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
         }
 
@@ -642,6 +701,32 @@ class KeptOutcomesTest {
             assertThat(restarted.get(txn(block(3)))).isNotNull();
             assertThat(restarted.get(txn(block(4)))).isNotNull();
             assertThat(restarted.get(txn(block(2)))).isNull();
+        }
+
+        /**
+         * "The floor keeps a restored speculative outcome the decision contradicts". A
+         * speculative COMMITTED record was durable when the coordinator crashed, its COMMITTING
+         * entry was not: the restore put COMMITTED into the block and into alice's floor. The
+         * transaction then timed out and was aborted. In 45163af the decision rewrote the
+         * block but left the floor's entry as it was: once the memory bound dropped the block,
+         * the floor answered COMMITTED.
+         */
+        @Test
+        void aDecisionReplacesTheOutcomeARestoredSpeculativeRecordGaveTheFloor() throws Exception {
+            KeptOutcomes crashed = new KeptOutcomes(TC, 10, 1000, TTL);
+            crashed.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW - MINUTE);
+            kept.beginRestore(Long.MAX_VALUE);
+            kept.mergeRestored(restoredFrom(crashed), NOW);
+            assertThat(kept.get(txn(1)).outcome()).as("the restored speculative record").isEqualTo(
+                    Outcome.COMMITTED);
+            assertThat(kept.floorSize()).isEqualTo(1);
+
+            end(kept, 1, Outcome.ABORTED, "alice", NOW);
+            assertThat(kept.evictOldest()).as("dropped from memory; alice's floor keeps its outcome").isZero();
+
+            assertThat(kept.blockCount()).isZero();
+            assertThat(kept.floorSize()).isEqualTo(1);
+            assertThat(kept.get(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.ABORTED, "alice", NOW));
         }
 
         @Test

@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
+import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
 import io.github.txnpreserver.statetopic.proto.TxnOutcome;
@@ -18,8 +19,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
@@ -59,6 +63,14 @@ class TransactionMetadataPreserverTest {
         executors.add(executor);
         return new TransactionMetadataPreserver(coordinator, config(perClient, floorCap), topic, clock, executor,
                 budget);
+    }
+
+    /** A preserver over another state topic (a wrapper of {@link #topic}), on its own executor. */
+    private TransactionMetadataPreserver newPreserver(StateTopic stateTopic) {
+        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
+        executors.add(executor);
+        return new TransactionMetadataPreserver(TC, config(2, 100), stateTopic, clock, executor,
+                new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()));
     }
 
     /** Restored, and done with what its restore queued (expiry of what it read, the first flush). */
@@ -197,6 +209,58 @@ class TransactionMetadataPreserverTest {
             assertThat(callLog.calls()).containsSubsequence("state-write failed c0", "state-write c0");
             await(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
+        }
+
+        /**
+         * A state topic whose send throws (instead of returning a failed future). In 45163af
+         * the exception left the flush: the blocks it had drained were lost, the flush stayed
+         * in flight for good, and every end waiting for a record hung. Now a throwing send is
+         * a failed send.
+         */
+        @Test
+        void aSendThatThrowsFailsItsWaitersAndTheBlockIsWrittenAgain() {
+            AtomicInteger throwsLeft = new AtomicInteger(1);
+            TransactionMetadataPreserver throwing = restored(newPreserver(new StateTopic() {
+                @Override
+                public CompletableFuture<Void> write(String key, byte[] value) {
+                    if (throwsLeft.getAndDecrement() > 0) {
+                        throw new IllegalStateException("producer thrown out");
+                    }
+                    return topic.write(key, value);
+                }
+
+                @Override
+                public CompletableFuture<Void> delete(String key) {
+                    return topic.delete(key);
+                }
+
+                @Override
+                public void flush() {
+                    topic.flush();
+                }
+
+                @Override
+                public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
+                    return topic.readToEnd(visitor, reader);
+                }
+
+                @Override
+                public CompletableFuture<Void> closeAsync() {
+                    return topic.closeAsync();
+                }
+            }));
+
+            CompletableFuture<Void> decided = throwing.decide(txn(1), Outcome.COMMITTED, "alice");
+
+            assertThat(decided).as("failed, not hung").failsWithin(Duration.ofSeconds(5))
+                    .withThrowableOfType(ExecutionException.class).havingCause()
+                    .isInstanceOf(IllegalStateException.class).withMessage("producer thrown out");
+            assertThat(throwing.stats().recordWriteFailures.sum()).isEqualTo(1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().contains("c0"));
+            await(throwing.decide(txn(1), Outcome.COMMITTED, "alice"));
+            await(throwing.preserve(txn(2), Outcome.ABORTED, "alice"));
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
+            assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
         }
 
         @Test
@@ -368,6 +432,30 @@ class TransactionMetadataPreserverTest {
             assertThat(next.find(txn(1))).isNull();
         }
 
+        /**
+         * A block naming an owner ref of 2^31 or more (a negative int once read). In 45163af
+         * it passed the codec and threw IndexOutOfBounds out of the restore, which was retried
+         * with the same result forever: lookups of ended transactions waited for good. Now the
+         * codec refuses it, and a record that cannot be applied is skipped as malformed.
+         */
+        @Test
+        void aBlockNamingAnOwnerRefPastTheInt32RangeIsSkippedAndTheRestoreGoesOn() throws Exception {
+            byte[] valid = StateRecordCodec.encodeBlock(earlierIncarnation(5 * 256).drainDirty().get(0).recordOrNull());
+            topic.appendRaw("c5", OutcomeBlockRecord.parseFrom(valid).toBuilder()
+                    .setUniformOwnerRef(Integer.MIN_VALUE).build().toByteArray());
+            appendBlocksOf(earlierIncarnation(7 * 256 + 1));
+            TransactionMetadataPreserver next = newPreserver(2, 100);
+
+            assertThat(next.restore()).as("done, not retried forever").succeedsWithin(Duration.ofSeconds(5));
+            settle(next);
+
+            assertThat(next.stats().malformedRecords.sum()).isEqualTo(1);
+            assertThat(next.find(txn(7 * 256 + 1))).isEqualTo(new KeptOutcome(txn(7 * 256 + 1), Outcome.COMMITTED,
+                    "alice", NOW));
+            assertThat(next.find(txn(5 * 256))).isNull();
+            assertThat(next.keptCount()).isEqualTo(1);
+        }
+
         @Test
         void deletesBlocksWhoseOutcomesAllExpired() {
             KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL.toMillis());
@@ -536,6 +624,33 @@ class TransactionMetadataPreserverTest {
             assertThat(next.find(txn(1)).outcome()).isEqualTo(Outcome.ABORTED);
             await().atMost(Duration.ofSeconds(5)).until(() -> !topic.liveKeys().contains("s0:alice"));
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.ABORTED);
+        }
+
+        /**
+         * "A rolling upgrade loses what a broker of 0.2 ended in a block that has a record".
+         * Block 0 has a record (this version ended 1), then the coordinator moves to a broker
+         * still on 0.2, which ends 2 as a slot record. In 45163af the restore skipped every
+         * earlier-format record of a block that had a record of its own, then deleted their
+         * keys: 2 was lost. Now a block record hides only the sequences it has.
+         */
+        @Test
+        void anOutcomeABrokerOfAnEarlierVersionEndedAfterItsBlocksRecordIsMovedIntoTheBlock() {
+            appendBlocksOf(earlierIncarnation(1));
+            topic.appendRaw(StateRecordCodec.slotKey("alice", 0), legacyRecord(2, "alice", Outcome.ABORTED, NOW));
+
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+
+            assertThat(next.find(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(next.find(txn(2))).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "alice", NOW));
+            await().atMost(Duration.ofSeconds(5)).until(() -> !topic.liveKeys().contains("s0:alice"));
+            settle(next);
+            assertThat(topic.liveKeys()).containsExactly("c0");
+            assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":2");
+
+            TransactionMetadataPreserver again = restored(newPreserver(2, 100));
+
+            assertThat(again.find(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(again.find(txn(2))).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "alice", NOW));
         }
     }
 }

@@ -190,6 +190,30 @@ class StateRecordCodecTest {
             assertThat(StateRecordCodec.decodeBlock("c9", valid, TC).size()).as("the valid record").isEqualTo(4);
         }
 
+        /**
+         * Owner references are uint32 on the wire: one of 2^31 or more reads as a negative
+         * int. In 45163af that passed the check against the owner count (it is not greater),
+         * and the restore then indexed the owners with it.
+         */
+        @Test
+        void anOwnerReferenceOfTwoToThe31OrMoreIsRefused() throws Exception {
+            byte[] valid = StateRecordCodec.encodeBlock(new ChunkRecord(TC, 9, KEPT, COMMITTED, SECONDS,
+                    List.of("alice", "bob"), new int[] {1, 0, 2, 1}, 0));
+            for (int ref : new int[] {Integer.MIN_VALUE, -1}) {
+                byte[] perOffset = OutcomeBlockRecord.parseFrom(valid).toBuilder().setOwnerRefs(2, ref).build()
+                        .toByteArray();
+                byte[] uniform = OutcomeBlockRecord.parseFrom(valid).toBuilder().clearOwnerRefs()
+                        .setUniformOwnerRef(ref).build().toByteArray();
+
+                assertThatThrownBy(() -> StateRecordCodec.decodeBlock("c9", perOffset, TC))
+                        .as("owner ref %s", Integer.toUnsignedString(ref))
+                        .isInstanceOf(MalformedRecordException.class).hasMessageContaining("names owner");
+                assertThatThrownBy(() -> StateRecordCodec.decodeBlock("c9", uniform, TC))
+                        .as("uniform owner ref %s", Integer.toUnsignedString(ref))
+                        .isInstanceOf(MalformedRecordException.class).hasMessageContaining("names owner");
+            }
+        }
+
         @Test
         void aBlockOfANewerFormatIsRefusedNamingTheVersions() throws Exception {
             byte[] newer = OutcomeBlockRecord.parseFrom(StateRecordCodec.encodeBlock(new ChunkRecord(TC, 9, KEPT,

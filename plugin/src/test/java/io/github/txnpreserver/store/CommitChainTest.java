@@ -379,6 +379,42 @@ class CommitChainTest {
         }
     }
 
+    /** Defects found in review of time-window retention (45163af), replayed through the broker's chain. */
+    @Nested
+    @DisplayName("defects found by review of the time window")
+    class WindowReviewDefects {
+
+        /**
+         * "The floor keeps a restored speculative outcome the decision contradicts". The
+         * commit's speculative record is durable, its COMMITTING entry is not when the broker
+         * dies; the restore puts COMMITTED into the block and into alice's floor; the
+         * transaction, still OPEN, times out and is aborted. In 45163af the abort rewrote the
+         * block, not the floor entry: once the memory bound dropped the block, a lookup said
+         * COMMITTED, and a retried commit succeeded of a transaction that was aborted.
+         */
+        @Test
+        void aTimeoutAbortAfterARestoredSpeculativeCommitIsWhatTheFloorAnswersOnceTheBlockIsDropped() {
+            TxnID txn = openWithPartition();
+            coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING"));
+            coordinator.commit(txn, ALICE);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+                    == Outcome.COMMITTED);
+            coordinator.restart();
+            assertThat(coordinator.preserver().find(txn).outcome()).as("restored speculative record")
+                    .isEqualTo(Outcome.COMMITTED);
+
+            await(coordinator.timeoutAbort(txn));
+            assertThat(coordinator.preserver().keptOutcomes().evictOldest()).as("block 0 dropped, alice's floor"
+                    + " keeps the outcome").isZero();
+
+            assertThat(coordinator.preserver().keptOutcomes().floorSize()).isEqualTo(1);
+            assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+            await(coordinator.abort(txn, ALICE));
+            assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+            assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
+        }
+    }
+
     /** Whether the end succeeded; a refusal must be InvalidTxnStatus. */
     private static boolean settle(CompletableFuture<Void> end) {
         try {
