@@ -434,17 +434,8 @@ public final class KeptOutcomes {
         return floor.size();
     }
 
-    public int perClient() {
-        return perClient;
-    }
-
     public long coordinatorId() {
         return coordinatorId;
-    }
-
-    /** Whether an outcome that ended at {@code endTimeMillis} is past its time-to-live at {@code nowMillis}. */
-    public boolean isExpired(long endTimeMillis, long nowMillis) {
-        return nowMillis - endTimeMillis >= timeToLiveMillis;
     }
 
     public synchronized void clear() {
@@ -522,16 +513,11 @@ public final class KeptOutcomes {
         if (floorOnlyBlocks.containsKey(index)) {
             // Its record still holds floor entries: the block's next record must too.
             floorOnlyBlocks.remove(index);
-            long first = block.firstSequence();
-            for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
-                long packed = floor.get(first + offset, -1);
-                if (packed != -1) {
-                    int owner = ClientFloor.ownerOf(packed);
-                    owners.retain(owner);
-                    block.set(offset, ClientFloor.committedOf(packed), ClientFloor.timeOf(packed), owner);
-                    blockOutcomes++;
-                }
+            fillFromFloor(block);
+            for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+                owners.retain(block.owner(offset));
             }
+            blockOutcomes += block.count();
         }
         blockBytes += block.bytes();
         return block;
@@ -543,18 +529,12 @@ public final class KeptOutcomes {
      * @return how many of its outcomes stay kept as floor entries
      */
     private int drop(OutcomeBlock block) {
-        int floorEntries = 0;
-        long first = block.firstSequence();
         for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
             owners.release(block.owner(offset));
         }
         // Over every offset: a floor entry may outlive its block entry (expired from the block,
         // not yet from the floor, which expires each client in end order).
-        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
-            if (floor.contains(first + offset)) {
-                floorEntries++;
-            }
-        }
+        int floorEntries = floorEntriesOf(block.index);
         blockOutcomes -= block.count();
         blockBytes -= block.bytes();
         unlink(block);
@@ -597,19 +577,36 @@ public final class KeptOutcomes {
         OutcomeBlock block = blocks.get(index);
         if (block == null && floorOnlyBlocks.containsKey(index)) {
             block = new OutcomeBlock(index);
-            long first = block.firstSequence();
-            for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
-                long packed = floor.get(first + offset, -1);
-                if (packed != -1) {
-                    block.set(offset, ClientFloor.committedOf(packed), ClientFloor.timeOf(packed),
-                            ClientFloor.ownerOf(packed));
-                }
-            }
+            fillFromFloor(block);
         }
         if (block == null || block.count() == 0) {
             return null;
         }
         return encode(block);
+    }
+
+    /** Puts the floor entries of a block's sequences into it. */
+    private void fillFromFloor(OutcomeBlock block) {
+        long first = block.firstSequence();
+        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+            long packed = floor.get(first + offset, -1);
+            if (packed != -1) {
+                block.set(offset, ClientFloor.committedOf(packed), ClientFloor.timeOf(packed),
+                        ClientFloor.ownerOf(packed));
+            }
+        }
+    }
+
+    /** Floor entries among a block's 256 sequences, whether or not the block still has them. */
+    private int floorEntriesOf(long index) {
+        int entries = 0;
+        long first = index << OutcomeBlock.SHIFT;
+        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+            if (floor.contains(first + offset)) {
+                entries++;
+            }
+        }
+        return entries;
     }
 
     private ChunkRecord encode(OutcomeBlock block) {
@@ -729,13 +726,7 @@ public final class KeptOutcomes {
             if (blocks.containsKey(index)) {
                 continue;
             }
-            int entries = 0;
-            long first = index << OutcomeBlock.SHIFT;
-            for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
-                if (floor.contains(first + offset)) {
-                    entries++;
-                }
-            }
+            int entries = floorEntriesOf(index);
             if (entries > 0) {
                 floorOnlyBlocks.put(index, entries);
             } else {

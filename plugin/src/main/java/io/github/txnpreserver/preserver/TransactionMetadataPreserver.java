@@ -70,8 +70,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private final AtomicBoolean flushScheduled = new AtomicBoolean();
     private final RateLimitedLog writeFailures = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     private final RateLimitedLog memoryEvictions = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
-    /** Confined to the executor. */
-    private boolean flushInFlight;
+    /** Written on the executor only; read by {@link #requestFlush} so that a flush in flight is not woken for. */
+    private volatile boolean flushInFlight;
     private long flushRetryDelayMillis;
     private long flushNotBeforeNanos;
     private volatile boolean closed;
@@ -170,9 +170,14 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      */
     public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
         long generation = kept.decide(txnId, outcome, owner, clock.millis());
-        requestFlush();
-        budget.reclaim();
-        return awaitDurable(KeptOutcomes.blockOf(txnId.getLeastSigBits()), generation);
+        // Waiting before the flush is asked for, so that the flush's result reaches this end.
+        CompletableFuture<Void> durable = awaitDurable(KeptOutcomes.blockOf(txnId.getLeastSigBits()), generation);
+        // Usually the speculative record said the same: nothing new to write or to reclaim.
+        if (kept.hasDirty()) {
+            requestFlush();
+            budget.reclaim();
+        }
+        return durable;
     }
 
     /** The transaction's terminal entry is durable: the outcome is kept like any other. */
@@ -296,7 +301,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     }
 
     private void requestFlush() {
-        if (closed || !flushScheduled.compareAndSet(false, true)) {
+        // A flush in flight looks for dirty blocks when it lands (the change was made first).
+        if (closed || flushInFlight || !flushScheduled.compareAndSet(false, true)) {
             return;
         }
         try {
