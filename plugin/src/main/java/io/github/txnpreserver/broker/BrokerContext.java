@@ -22,17 +22,24 @@ import java.util.concurrent.ConcurrentHashMap;
  * @param stateTopics opens one coordinator's state topic
  * @param clock wall clock for end times and expiry
  * @param endRequester ends a transaction through the broker's end-transaction chain
+ * @param releaser closes a coordinator this broker no longer owns
  * @param preservers the preservers of the coordinators this broker serves, by coordinator id
  * @param budget the memory bound shared by those coordinators
  */
 public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock,
-                            StuckTransactionRedriver.EndRequester endRequester,
+                            StuckTransactionRedriver.EndRequester endRequester, CoordinatorReleaser releaser,
                             Map<Long, TransactionMetadataPreserver> preservers, OutcomeMemoryBudget budget) {
 
     public BrokerContext(PreserverConfig config, StateTopicOpener stateTopics, Clock clock,
-                         StuckTransactionRedriver.EndRequester endRequester) {
-        this(config, stateTopics, clock, endRequester, new ConcurrentHashMap<>(),
+                         StuckTransactionRedriver.EndRequester endRequester, CoordinatorReleaser releaser) {
+        this(config, stateTopics, clock, endRequester, releaser, new ConcurrentHashMap<>(),
                 new OutcomeMemoryBudget(config.maxMemoryBytes()));
+    }
+
+    /** Closes a coordinator here, as the broker does when its log is fenced by a new owner. */
+    @FunctionalInterface
+    public interface CoordinatorReleaser {
+        CompletableFuture<Void> release(long coordinatorId);
     }
 
     private static volatile BrokerContext current;

@@ -16,6 +16,8 @@ import org.apache.pulsar.broker.intercept.BrokerInterceptor;
 import org.apache.pulsar.broker.service.ServerCnx;
 import org.apache.pulsar.common.api.proto.BaseCommand;
 import org.apache.pulsar.common.api.proto.TxnAction;
+import org.apache.pulsar.common.naming.SystemTopicNames;
+import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,8 +36,12 @@ import org.slf4j.LoggerFactory;
 public class PreserverBrokerInterceptor implements BrokerInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger(PreserverBrokerInterceptor.class);
-    /** How long a state-topic write may take before it fails and the end of the transaction is retried. */
-    static final Duration STATE_TOPIC_SEND_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * How long a state-topic write may take before it fails, its writer is replaced and the
+     * end of the transaction is retried: well inside a client's 30 s operation timeout, so
+     * that a wedged writer costs a waiting commit a delay, not a timeout.
+     */
+    static final Duration STATE_TOPIC_SEND_TIMEOUT = Duration.ofSeconds(10);
 
     @Override
     public void initialize(PulsarService pulsar) throws Exception {
@@ -47,7 +53,9 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
         }
         BrokerContext context = new BrokerContext(config, coordinatorId -> openStateTopic(pulsar, coordinatorId),
                 Clock.systemUTC(), (txnId, outcome) -> pulsar.getTransactionMetadataStoreService().endTransaction(
-                        txnId, outcome == Outcome.COMMITTED ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false));
+                        txnId, outcome == Outcome.COMMITTED ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false),
+                coordinatorId -> pulsar.getTransactionMetadataStoreService()
+                        .removeTransactionMetadataStore(TransactionCoordinatorID.get(coordinatorId)));
         BrokerContext.install(context);
         PreserverMetrics.register(pulsar.getConfiguration().getClusterName(), context.preservers().values());
         log.info("Transaction outcome preserver configured: {}", config);
@@ -57,7 +65,8 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
     private static CompletableFuture<StateTopic> openStateTopic(PulsarService pulsar, long coordinatorId) {
         try {
             return PulsarStateTopic.open(pulsar.getClient(), pulsar.getAdminClient(), coordinatorId,
-                    STATE_TOPIC_SEND_TIMEOUT);
+                    STATE_TOPIC_SEND_TIMEOUT, () -> pulsar.getNamespaceService().checkTopicOwnership(
+                            SystemTopicNames.TRANSACTION_COORDINATOR_ASSIGN.getPartition((int) coordinatorId)));
         } catch (PulsarServerException e) {
             return CompletableFuture.failedFuture(e);
         }

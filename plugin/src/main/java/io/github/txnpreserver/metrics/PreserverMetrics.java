@@ -76,6 +76,11 @@ public final class PreserverMetrics extends Collector {
                 "State-topic records read by the coordinator's last restore");
         Family redrives = new Family("pulsar_txn_preserver_stuck_redrives_total", Type.COUNTER,
                 "Background re-drives of transactions stuck finishing");
+        Family writerReplacements = new Family("pulsar_txn_preserver_writer_replacements_total", Type.COUNTER,
+                "State-topic writers replaced because they were fenced, closed, wedged, or their topic was"
+                        + " terminated or deleted");
+        Family refused = new Family("pulsar_txn_preserver_ends_refused_total", Type.COUNTER,
+                "Ends refused at once with a retryable error because too many were waiting for the state topic");
 
         for (TransactionMetadataPreserver preserver : preservers) {
             String coordinator = Long.toString(preserver.coordinatorId());
@@ -100,11 +105,14 @@ public final class PreserverMetrics extends Collector {
             restoreSeconds.add(labels, stats.restoreMillis / 1000.0);
             restoreRecords.add(labels, stats.restoredRecords);
             redrives.add(labels, stats.stuckRedrives.sum());
+            writerReplacements.add(labels, stats.writerReplacements.sum());
+            refused.add(labels, stats.endsRefusedWhileWaiting.sum());
         }
         List<MetricFamilySamples> families = new ArrayList<>();
         for (Family family : List.of(kept, clients, answered, lookups, evictions, window, memory, floor, expirations,
                 writes,
-                writeFailures, tombstoneRetries, malformed, restoreSeconds, restoreRecords, redrives)) {
+                writeFailures, tombstoneRetries, malformed, restoreSeconds, restoreRecords, redrives,
+                writerReplacements, refused)) {
             families.add(family.build());
         }
         return families;

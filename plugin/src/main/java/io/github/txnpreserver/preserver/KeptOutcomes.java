@@ -7,6 +7,7 @@ import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.longs.LongArrayList;
 import it.unimi.dsi.fastutil.objects.ObjectIterator;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -313,6 +314,26 @@ public final class KeptOutcomes {
         if (!dirty.containsKey(write.blockIndex())) {
             dirty.put(write.blockIndex(), write.generation());
         }
+    }
+
+    /**
+     * Marks every block held dirty, so that each is written again: the state topic was
+     * created again and has lost its records.
+     *
+     * @return the number of blocks to write
+     */
+    public synchronized int markAllDirty() {
+        LongArrayList indexes = new LongArrayList(blocks.keySet());
+        for (long index : floorOnlyBlocks.keySet()) {
+            if (!blocks.containsKey(index)) {
+                indexes.add(index);
+            }
+        }
+        for (int i = 0; i < indexes.size(); i++) {
+            markDirty(indexes.getLong(i));
+        }
+        publish();
+        return indexes.size();
     }
 
     public synchronized boolean hasDirty() {

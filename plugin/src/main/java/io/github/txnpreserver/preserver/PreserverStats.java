@@ -30,4 +30,8 @@ public final class PreserverStats {
     public final LatencyHistogram stateWriteLatency = new LatencyHistogram();
     /** Background re-drives of transactions stuck finishing. */
     public final LongAdder stuckRedrives = new LongAdder();
+    /** State-topic writers replaced because they could write no more or were wedged. */
+    public final LongAdder writerReplacements = new LongAdder();
+    /** Ends refused at once (retryable) because too many were waiting for the state topic. */
+    public final LongAdder endsRefusedWhileWaiting = new LongAdder();
 }

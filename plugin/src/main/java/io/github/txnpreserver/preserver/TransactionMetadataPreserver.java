@@ -1,6 +1,7 @@
 package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.CoordinatorMovedException;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateRecordCodec.StoredRecord;
@@ -22,6 +23,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.apache.pulsar.common.util.FutureUtil;
 import org.slf4j.Logger;
@@ -52,7 +54,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     private static final Logger log = LoggerFactory.getLogger(TransactionMetadataPreserver.class);
     private static final long FIRST_RETRY_DELAY_MILLIS = 100;
-    private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
+    /** Short, so that once the state topic is back every waiting end completes within seconds. */
+    private static final long MAX_RETRY_DELAY_MILLIS = 5_000;
+    /**
+     * Ends waiting for their outcome to be durable, beyond which a new end fails at once
+     * with a retryable error (the broker retries it every second) instead of adding to them.
+     */
+    static final int MAX_WAITING_ENDS = 10_000;
     private static final long REPORT_INTERVAL_SECONDS = 60;
 
     private final long coordinatorId;
@@ -72,6 +80,15 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private final RateLimitedLog memoryEvictions = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     /** Written on the executor only; read by {@link #requestFlush} so that a flush in flight is not woken for. */
     private volatile boolean flushInFlight;
+    /** On the executor only: the writer is being replaced, no flush starts meanwhile. */
+    private boolean replacingWriter;
+    private long writerRetryDelayMillis;
+    private int waitingEnds;
+    private final RateLimitedLog writerReplacements = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+    private final RateLimitedLog writerReplacementFailures =
+            new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+    private volatile Supplier<CompletableFuture<Void>> onCoordinatorMoved =
+            () -> CompletableFuture.completedFuture(null);
     private long flushRetryDelayMillis;
     private long flushNotBeforeNanos;
     private volatile boolean closed;
@@ -140,6 +157,14 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         long millis = interval.toMillis();
         periodicTasks.add(executor.scheduleWithFixedDelay(() -> runSafely(task), millis, millis,
                 TimeUnit.MILLISECONDS));
+    }
+
+    /**
+     * What to do once the state topic's writer was lost and this broker no longer owns the
+     * coordinator: close it here, so that its clients move to the new owner.
+     */
+    public void whenCoordinatorMoved(Supplier<CompletableFuture<Void>> release) {
+        onCoordinatorMoved = release;
     }
 
     /** The single thread on which this coordinator's periodic work and writes run. */
@@ -228,6 +253,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         return coordinatorId;
     }
 
+    public Clock clock() {
+        return clock;
+    }
+
     /** Age of the oldest outcome kept in the window, by this preserver's clock. */
     public long windowMillis() {
         return kept.windowMillis(clock.millis());
@@ -277,6 +306,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         synchronized (waiters) {
             waiters.values().forEach(all::addAll);
             waiters.clear();
+            waitingEnds = 0;
         }
         all.forEach(waiter -> waiter.durable().completeExceptionally(closing));
         kept.clear();
@@ -295,6 +325,12 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 return CompletableFuture.failedFuture(new IllegalStateException("coordinator " + coordinatorId
                         + " closed"));
             }
+            if (waitingEnds >= MAX_WAITING_ENDS) {
+                stats.endsRefusedWhileWaiting.increment();
+                return CompletableFuture.failedFuture(new IllegalStateException(waitingEnds + " ends of coordinator "
+                        + coordinatorId + " are waiting for the state topic " + stateTopic + "; retry later"));
+            }
+            waitingEnds++;
             waiters.computeIfAbsent(blockIndex, ignored -> new ArrayList<>(2)).add(new Waiter(generation, durable));
         }
         return durable;
@@ -315,7 +351,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     /** Sends every dirty block; runs on the executor, one flush at a time. */
     private void flush() {
         flushScheduled.set(false);
-        if (closed || flushInFlight) {
+        if (closed || flushInFlight || replacingWriter) {
             return;
         }
         long waitNanos = flushNotBeforeNanos - System.nanoTime();
@@ -372,6 +408,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 release(write, error);
             }
         }
+        if (failure != null && stateTopic.classify(failure) != StateTopic.WriteFailure.TRANSIENT) {
+            replaceWriter(failure);
+            return;
+        }
         if (failure != null) {
             flushRetryDelayMillis = flushRetryDelayMillis == 0 ? FIRST_RETRY_DELAY_MILLIS
                     : Math.min(2 * flushRetryDelayMillis, MAX_RETRY_DELAY_MILLIS);
@@ -388,6 +428,73 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         }
     }
 
+    /**
+     * The writer can write no more, or is wedged: it is replaced (after checking that this
+     * broker still owns the coordinator), and the blocks are sent again with the new one;
+     * all of them if the topic had to be created again. Runs on the executor.
+     */
+    private void replaceWriter(Throwable cause) {
+        if (closed || replacingWriter) {
+            return;
+        }
+        replacingWriter = true;
+        stats.writerReplacements.increment();
+        writerReplacements.occurred(1, count -> log.warn("Coordinator {}: replacing the writer of state topic {}"
+                + " ({} time(s) in the last {} s; last cause: {})", coordinatorId, stateTopic, count,
+                REPORT_INTERVAL_SECONDS, FutureUtil.unwrapCompletionException(cause).toString()));
+        CompletableFuture<Boolean> reopened;
+        try {
+            reopened = stateTopic.reopen();
+        } catch (RuntimeException e) {
+            reopened = CompletableFuture.failedFuture(e);
+        }
+        reopened.whenComplete((recreated, error) -> runOnExecutor(() -> writerReplaced(recreated, error)));
+    }
+
+    private void writerReplaced(Boolean recreated, Throwable error) {
+        replacingWriter = false;
+        if (closed) {
+            return;
+        }
+        if (error == null) {
+            writerRetryDelayMillis = 0;
+            flushRetryDelayMillis = 0;
+            flushNotBeforeNanos = 0;
+            if (recreated) {
+                int blocks = kept.markAllDirty();
+                log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
+                        coordinatorId, stateTopic, blocks);
+            }
+            requestFlush();
+            return;
+        }
+        Throwable cause = FutureUtil.unwrapCompletionException(error);
+        if (cause instanceof CoordinatorMovedException) {
+            log.warn("Coordinator {}: the writer of state topic {} was lost and this broker no longer owns the"
+                    + " coordinator; closing it here", coordinatorId, stateTopic);
+            onCoordinatorMoved.get().exceptionally(notReleased -> {
+                // The broker was busy with the coordinator (loading it): ask again later.
+                runOnExecutor(() -> retryReplacingWriter(cause));
+                return null;
+            });
+            return;
+        }
+        retryReplacingWriter(cause);
+    }
+
+    private void retryReplacingWriter(Throwable cause) {
+        writerRetryDelayMillis = writerRetryDelayMillis == 0 ? FIRST_RETRY_DELAY_MILLIS
+                : Math.min(2 * writerRetryDelayMillis, MAX_RETRY_DELAY_MILLIS);
+        writerReplacementFailures.occurred(1, count -> log.warn("Coordinator {}: could not replace the writer of state"
+                + " topic {} ({} time(s) in the last {} s; last: {}); trying again", coordinatorId, stateTopic,
+                count, REPORT_INTERVAL_SECONDS, cause.toString()));
+        try {
+            executor.schedule(() -> replaceWriter(cause), writerRetryDelayMillis, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException shuttingDown) {
+            log.debug("Coordinator {}: not replacing the writer, closed", coordinatorId);
+        }
+    }
+
     private void release(KeptOutcomes.BlockWrite write, Throwable error) {
         List<Waiter> released = new ArrayList<>(0);
         synchronized (waiters) {
@@ -400,6 +507,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 if (waiter.generation() <= write.generation()) {
                     released.add(waiter);
                     each.remove();
+                    waitingEnds--;
                 }
             }
             if (waiting.isEmpty()) {
@@ -441,8 +549,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             if (closed) {
                 return;
             }
-            log.error("Coordinator {}: could not read its state topic {}; retrying in {} ms (lookups of ended"
-                    + " transactions wait)", coordinatorId, stateTopic, retryDelayMillis, error);
+            log.warn("Coordinator {}: could not read its state topic {}; retrying in {} ms (lookups of ended"
+                    + " transactions wait): {}", coordinatorId, stateTopic, retryDelayMillis,
+                    FutureUtil.unwrapCompletionException(error).toString());
+            if (stateTopic.classify(error) != StateTopic.WriteFailure.TRANSIENT) {
+                // The barrier write failed because the writer was lost.
+                runOnExecutor(() -> replaceWriter(error));
+            }
             try {
                 executor.schedule(() -> readStateTopic(Math.min(2 * retryDelayMillis, MAX_RETRY_DELAY_MILLIS)),
                         retryDelayMillis, TimeUnit.MILLISECONDS);

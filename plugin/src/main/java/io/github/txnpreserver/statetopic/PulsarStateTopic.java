@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.admin.PulsarAdminException;
 import org.apache.pulsar.client.api.Message;
@@ -35,6 +36,9 @@ import org.slf4j.LoggerFactory;
  * when compaction runs between calls (apache/pulsar PR 18833), and the topic's last message
  * id may be a tombstone that the compacted view never shows; the barrier is the newest value
  * of its key, so compaction always keeps it.
+ *
+ * <p>A writer that can write no more (fenced, closed, its topic terminated or deleted) or
+ * that is wedged is replaced through {@link #reopen}, which the preserver asks for.
  */
 public final class PulsarStateTopic implements StateTopic {
 
@@ -47,40 +51,60 @@ public final class PulsarStateTopic implements StateTopic {
     private static final int RESTORE_READ_TIMEOUT_SECONDS = 60;
 
     private final PulsarClient client;
-    private final Producer<byte[]> producer;
+    private final PulsarAdmin admin;
     private final String topic;
+    private final Duration sendTimeout;
+    private final long coordinatorId;
+    private final Supplier<CompletableFuture<Boolean>> stillOwned;
+    /** Replaced by {@link #reopen} only, on the coordinator's executor; read by every write. */
+    private volatile Producer<byte[]> producer;
 
-    private PulsarStateTopic(PulsarClient client, Producer<byte[]> producer, String topic) {
+    private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
+                             Supplier<CompletableFuture<Boolean>> stillOwned) {
         this.client = client;
-        this.producer = producer;
-        this.topic = topic;
+        this.admin = admin;
+        this.coordinatorId = coordinatorId;
+        this.topic = topicName(coordinatorId);
+        this.sendTimeout = sendTimeout;
+        this.stillOwned = stillOwned;
     }
 
     public static String topicName(long coordinatorId) {
         return TOPIC_PREFIX + coordinatorId;
     }
 
-    /** Creates the topic if needed and opens it as its only writer, fencing any previous one. */
+    /**
+     * Creates the topic if needed and opens it as its only writer, fencing any previous one.
+     *
+     * @param stillOwned whether this broker still owns the coordinator, asked before a lost
+     *     writer is replaced (a new owner fences the old one's writer on purpose)
+     */
     public static CompletableFuture<StateTopic> open(PulsarClient client, PulsarAdmin admin, long coordinatorId,
-                                                     Duration sendTimeout) {
-        String topic = topicName(coordinatorId);
-        return createNonPartitioned(admin, topic)
-                .thenCompose(ignored -> client.newProducer(Schema.BYTES)
-                        .topic(topic)
-                        .accessMode(ProducerAccessMode.ExclusiveWithFencing)
-                        // Records leave with the finishing entry, off the commit's critical path,
-                        // so a short batching delay costs no latency; under load it turns a
-                        // bookie write per record into one per batch.
-                        .enableBatching(true)
-                        .batchingMaxPublishDelay(BATCHING_DELAY_MICROS, TimeUnit.MICROSECONDS)
-                        .batchingMaxMessages(1000)
-                        .blockIfQueueFull(true)
-                        .sendTimeout((int) sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
-                        .createAsync())
+                                                     Duration sendTimeout,
+                                                     Supplier<CompletableFuture<Boolean>> stillOwned) {
+        PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned);
+        return createNonPartitioned(admin, stateTopic.topic)
+                .thenCompose(created -> stateTopic.newProducer())
                 .thenApply(producer -> {
-                    log.info("Opened state topic {} as its only writer", topic);
-                    return new PulsarStateTopic(client, producer, topic);
+                    stateTopic.producer = producer;
+                    log.info("Opened state topic {} as its only writer", stateTopic.topic);
+                    return stateTopic;
                 });
+    }
+
+    private CompletableFuture<Producer<byte[]>> newProducer() {
+        return client.newProducer(Schema.BYTES)
+                .topic(topic)
+                .accessMode(ProducerAccessMode.ExclusiveWithFencing)
+                // Records leave with the finishing entry, off the commit's critical path,
+                // so a short batching delay costs no latency; under load it turns a
+                // bookie write per record into one per batch.
+                .enableBatching(true)
+                .batchingMaxPublishDelay(BATCHING_DELAY_MICROS, TimeUnit.MICROSECONDS)
+                .batchingMaxMessages(1000)
+                .blockIfQueueFull(true)
+                .sendTimeout((int) sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                .createAsync();
     }
 
     @Override
@@ -96,6 +120,69 @@ public final class PulsarStateTopic implements StateTopic {
     @Override
     public void flush() {
         producer.flushAsync();
+    }
+
+    @Override
+    public WriteFailure classify(Throwable writeError) {
+        Throwable error = FutureUtil.unwrapCompletionException(writeError);
+        if (error instanceof PulsarClientException.TimeoutException) {
+            return WriteFailure.STUCK;
+        }
+        if (error instanceof PulsarClientException.ProducerFencedException
+                || error instanceof PulsarClientException.AlreadyClosedException
+                || error instanceof PulsarClientException.TopicTerminatedException
+                || error instanceof PulsarClientException.TopicDoesNotExistException
+                || error instanceof PulsarClientException.NotFoundException
+                || error instanceof PulsarClientException.NotConnectedException
+                || error instanceof PulsarClientException.ProducerBusyException) {
+            return WriteFailure.LOST;
+        }
+        return WriteFailure.TRANSIENT;
+    }
+
+    /**
+     * Closes the old writer first, so that none of its writes can land after the new one's
+     * (the broker persists a closing producer's pending messages before it confirms the
+     * close, and the new writer's fence covers a close that failed).
+     */
+    @Override
+    public CompletableFuture<Boolean> reopen() {
+        return stillOwned.get().thenCompose(owned -> {
+            if (!owned) {
+                return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
+            }
+            Producer<byte[]> old = producer;
+            return old.closeAsync().handle((closed, error) -> null)
+                    .thenCompose(ignored -> createNonPartitioned(admin, topic))
+                    .thenCompose(created -> newProducer().thenApply(replacement -> {
+                        producer = replacement;
+                        log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
+                                created ? " (the topic was gone and is created again)" : "");
+                        return created;
+                    }).exceptionallyCompose(error -> {
+                        if (FutureUtil.unwrapCompletionException(error)
+                                instanceof PulsarClientException.TopicTerminatedException) {
+                            return recreateTerminated();
+                        }
+                        return CompletableFuture.failedFuture(error);
+                    }));
+        });
+    }
+
+    /**
+     * A terminated topic accepts no write ever again: it is deleted and created again, and
+     * the coordinator writes everything it keeps into it.
+     */
+    private CompletableFuture<Boolean> recreateTerminated() {
+        log.warn("Coordinator {}: state topic {} was terminated and can never be written again; deleting it and"
+                + " writing every kept outcome into a new one", coordinatorId, topic);
+        return admin.topics().deleteAsync(topic, true)
+                .thenCompose(deleted -> createNonPartitioned(admin, topic))
+                .thenCompose(created -> newProducer())
+                .thenApply(replacement -> {
+                    producer = replacement;
+                    return true;
+                });
     }
 
     @Override
@@ -159,11 +246,13 @@ public final class PulsarStateTopic implements StateTopic {
         visitor.accept(message.hasKey() ? message.getKey() : null, message.getData());
     }
 
-    private static CompletableFuture<Void> createNonPartitioned(PulsarAdmin admin, String topic) {
+    /** Completes with true if the topic was created, false if it existed (non-partitioned). */
+    private static CompletableFuture<Boolean> createNonPartitioned(PulsarAdmin admin, String topic) {
         return admin.topics().createNonPartitionedTopicAsync(topic)
+                .thenApply(created -> true)
                 .exceptionallyCompose(error -> {
                     if (FutureUtil.unwrapCompletionException(error) instanceof PulsarAdminException.ConflictException) {
-                        return requireNonPartitioned(admin, topic);
+                        return requireNonPartitioned(admin, topic).thenApply(existed -> false);
                     }
                     return CompletableFuture.failedFuture(error);
                 });

@@ -34,6 +34,34 @@ public interface StateTopic {
 
     CompletableFuture<Void> closeAsync();
 
+    /** What a failed write says about the writer. */
+    default WriteFailure classify(Throwable writeError) {
+        return WriteFailure.TRANSIENT;
+    }
+
+    /**
+     * Replaces the writer: the old one is closed (each of its pending writes has landed or
+     * fails) and a new one opened, fencing any other. A topic deleted meanwhile is created
+     * again; a terminated one, which can never be written again, is deleted and created again.
+     *
+     * @return true if the topic was created again, so that records written before are gone;
+     *     fails with {@link CoordinatorMovedException} if this broker no longer owns the
+     *     coordinator, and with any other error if the writer could not be replaced now
+     */
+    default CompletableFuture<Boolean> reopen() {
+        return CompletableFuture.failedFuture(new UnsupportedOperationException("reopen " + this));
+    }
+
+    /** What a failed write says about the writer that made it. */
+    enum WriteFailure {
+        /** The write may succeed if sent again with the same writer (the broker was busy, the topic moving). */
+        TRANSIENT,
+        /** Not acknowledged within the send timeout: the writer may be wedged; replace it. */
+        STUCK,
+        /** The writer can write no more: fenced by another, closed, its topic terminated or deleted. */
+        LOST
+    }
+
     /** Receives the entries of {@link #readToEnd}. */
     @FunctionalInterface
     interface Visitor {

@@ -63,6 +63,8 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 public class PreservingTransactionMetadataStore extends MLTransactionMetadataStore {
 
     private static final Duration MAX_CLEANUP_INTERVAL = Duration.ofSeconds(5);
+    /** Longer than the broker's end-transaction retry interval (1 s) plus a marker round. */
+    static final long BROKER_RETRY_WINDOW_MILLIS = 10_000;
 
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
@@ -71,6 +73,12 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
     /** The terminal-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> ending = new ConcurrentHashMap<>();
+    /**
+     * When the terminal step of a transaction last failed for want of a durable record, by
+     * sequence: the broker retries it every second, so the stuck-transaction re-drive
+     * leaves it alone meanwhile.
+     */
+    private final Map<Long, Long> recordFailedAtMillis = new ConcurrentHashMap<>();
     /** Callers waiting for a finishing transaction to leave the live store. */
     private final Map<Long, CompletableFuture<Void>> liveEnds = new ConcurrentHashMap<>();
 
@@ -99,7 +107,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      */
     public void startCleanup(StuckTransactionRedriver.EndRequester endRequester, Duration stuckAfter, Clock clock) {
         StuckTransactionRedriver redriver = new StuckTransactionRedriver(getTransactionCoordinatorID().getId(),
-                this::finishingTransactions, this::isEndInFlight, endRequester, clock, stuckAfter,
+                this::finishingTransactions, this::isEndActive, endRequester, clock, stuckAfter,
                 preserver.stats(), preserver.executor());
         Duration interval = stuckAfter.compareTo(MAX_CLEANUP_INTERVAL) < 0 ? stuckAfter : MAX_CLEANUP_INTERVAL;
         preserver.scheduleWithFixedDelay(redriver::scan, interval);
@@ -133,9 +141,17 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         return finishing;
     }
 
-    /** Whether the terminal step of a transaction is running (its markers have all been sent). */
-    public boolean isEndInFlight(TxnID txnId) {
-        return ending.containsKey(txnId.getLeastSigBits());
+    /**
+     * Whether the end of a transaction is being driven: its terminal step is running, or it
+     * failed for want of a durable record recently and the broker's own retry is on it.
+     */
+    public boolean isEndActive(TxnID txnId) {
+        long sequence = txnId.getLeastSigBits();
+        if (ending.containsKey(sequence)) {
+            return true;
+        }
+        Long failedAt = recordFailedAtMillis.get(sequence);
+        return failedAt != null && preserver.clock().millis() - failedAt < BROKER_RETRY_WINDOW_MILLIS;
     }
 
     @Override
@@ -159,6 +175,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             onClosed.run();
             beginning.clear();
             ending.clear();
+            recordFailedAtMillis.clear();
             liveEnds.values().forEach(waiting -> waiting.completeExceptionally(
                     new IllegalStateException("coordinator " + getTransactionCoordinatorID() + " closed")));
             liveEnds.clear();
@@ -218,6 +235,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
         return preserver.decide(txnId, decided, owner).handle((durable, error) -> {
             if (error != null) {
+                recordFailedAtMillis.put(txnId.getLeastSigBits(), preserver.clock().millis());
                 throw new CompletionException(new StateTopicWriteException(
                         "Outcome of " + txnId + " is not durable in the state topic yet",
                         FutureUtil.unwrapCompletionException(error)));
@@ -231,6 +249,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private void ended(TxnID txnId) {
         crashPoint(CrashPoint.Step.AFTER_TERMINAL_ENTRY, 0);
         preserver.ended(txnId);
+        recordFailedAtMillis.remove(txnId.getLeastSigBits());
         CompletableFuture<Void> waiting = liveEnds.remove(txnId.getLeastSigBits());
         if (waiting != null) {
             waiting.complete(null);

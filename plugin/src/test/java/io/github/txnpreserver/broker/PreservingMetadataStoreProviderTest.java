@@ -35,6 +35,9 @@ class PreservingMetadataStoreProviderTest {
     private static final StuckTransactionRedriver.EndRequester NO_ENDS = (txnId, outcome) -> {
         throw new AssertionError("no transaction is ended here");
     };
+    private static final BrokerContext.CoordinatorReleaser NO_RELEASE = coordinatorId -> {
+        throw new AssertionError("no coordinator is released here");
+    };
 
     private final TransactionMetadataStoreProvider stock = mock(TransactionMetadataStoreProvider.class);
     private final PreservingMetadataStoreProvider provider = new PreservingMetadataStoreProvider(stock);
@@ -67,7 +70,7 @@ class PreservingMetadataStoreProviderTest {
                 .thenReturn(CompletableFuture.completedFuture(stockStore));
         BrokerContext.install(new BrokerContext(config(0), id -> {
             throw new AssertionError("a pass-through opens no state topic");
-        }, Clock.systemUTC(), NO_ENDS));
+        }, Clock.systemUTC(), NO_ENDS, NO_RELEASE));
 
         assertThat(await(open())).isSameAs(stockStore);
         verify(stock).openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer);
@@ -85,7 +88,7 @@ class PreservingMetadataStoreProviderTest {
     void aStateTopicThatCannotBeOpenedFailsTheCoordinatorLoadSoTheBrokerRetriesIt() {
         BrokerContext.install(new BrokerContext(config(10),
                 id -> CompletableFuture.<StateTopic>failedFuture(new IllegalStateException("topic unavailable")),
-                Clock.systemUTC(), NO_ENDS));
+                Clock.systemUTC(), NO_ENDS, NO_RELEASE));
 
         assertThat(failureOf(open())).hasMessageContaining("topic unavailable");
         verifyNoInteractions(stock, factory);
@@ -107,7 +110,7 @@ class PreservingMetadataStoreProviderTest {
         PreserverConfig config = new PreserverConfig(10, 100, Duration.ofHours(1), Duration.ofSeconds(1),
                 Duration.ofSeconds(1), 3L << 20);
         BrokerContext context = new BrokerContext(config, id -> new CompletableFuture<>(), Clock.systemUTC(),
-                NO_ENDS);
+                NO_ENDS, NO_RELEASE);
 
         assertThat(context.budget().limitBytes()).isEqualTo(3L << 20);
         assertThat(context.preservers()).isEmpty();

@@ -21,7 +21,7 @@ class StuckTransactionRedriverTest {
 
     private final CoordinatorHarness coordinator = CoordinatorHarness.start(10, 100);
     private final StuckTransactionRedriver redriver = new StuckTransactionRedriver(CoordinatorHarness.TC_ID,
-            coordinator.store()::finishingTransactions, coordinator.store()::isEndInFlight,
+            coordinator.store()::finishingTransactions, coordinator.store()::isEndActive,
             coordinator::endThroughBroker, coordinator.clock(), STUCK_AFTER, coordinator.preserver().stats(),
             Runnable::run);
 
@@ -122,7 +122,7 @@ class StuckTransactionRedriverTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndInFlight(txn));
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
         redriver.scan();
 
         coordinator.clock().advance(STUCK_AFTER.multipliedBy(2));
@@ -133,5 +133,38 @@ class StuckTransactionRedriverTest {
         await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         redriver.scan();
         assertThat(redriver.trackedCount()).isZero();
+    }
+
+    /**
+     * Issue 13: while the state topic is unavailable, the broker retries the terminal step
+     * of each finishing transaction every second; a re-drive of the same transaction would
+     * add a second loop (and a second round of end markers) per transaction.
+     */
+    @Test
+    void leavesATransactionAloneWhileTheBrokerRetriesItsTerminalStepForWantOfADurableRecord() {
+        TxnID txn = coordinator.open("alice");
+        coordinator.produce(txn, PARTITION);
+        coordinator.stateTopic().failNextWrites(Integer.MAX_VALUE);
+        coordinator.commit(txn, "alice");
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().count("state-write failed c0") >= 1);
+        redriver.scan();
+
+        coordinator.clock().advance(STUCK_AFTER);
+        // Two more rounds of the broker's retry (each sends the markers again): the second
+        // begins once the first has failed, by the clock as it is now.
+        long roundsBefore = coordinator.markerCount("COMMIT", PARTITION, txn);
+        await().atMost(Duration.ofSeconds(15))
+                .until(() -> coordinator.markerCount("COMMIT", PARTITION, txn) >= roundsBefore + 2);
+        // The next round stops between its markers and its terminal step: no end step of the
+        // plugin's own is in flight, only the broker's retry.
+        coordinator.holdMarkers(PARTITION);
+        await().atMost(Duration.ofSeconds(15)).until(() -> coordinator.heldMarkerCount() == 1);
+        redriver.scan();
+
+        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
+        coordinator.releaseMarkers(PARTITION);
+        coordinator.stateTopic().failNextWrites(0);
+        await().atMost(Duration.ofSeconds(10)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
     }
 }

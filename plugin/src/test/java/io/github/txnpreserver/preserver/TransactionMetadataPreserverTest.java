@@ -653,4 +653,148 @@ class TransactionMetadataPreserverTest {
             assertThat(again.find(txn(2))).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "alice", NOW));
         }
     }
+
+    /**
+     * Issue 13: a writer that can write no more (fenced, closed, its topic terminated or
+     * deleted) or that is wedged is replaced by the preserver itself; no step of the test
+     * stands in for an operator.
+     */
+    @Nested
+    @DisplayName("when its writer fails")
+    class WriterRecovery {
+
+        @Test
+        void aLostWriterIsReplacedAndTheBrokersRetryOfTheEndSucceedsWithNoOtherHelp() {
+            topic.loseWriter();
+
+            Throwable first = failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            assertThat(first).as("the broker retries a failed terminal step").hasMessageContaining("writer fault");
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
+            assertThat(callLog.calls()).containsSubsequence("state-write failed c0", "state-reopen", "state-write c0");
+            assertThat(topic.reopenCount()).isEqualTo(1);
+            assertThat(preserver.stats().writerReplacements.sum()).isEqualTo(1);
+            await(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+        }
+
+        @Test
+        void aWedgedWriterIsReplacedToo() {
+            topic.wedgeWriter();
+
+            failureOf(preserver.decide(txn(1), Outcome.ABORTED, "alice"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.ABORTED);
+            assertThat(topic.reopenCount()).isEqualTo(1);
+        }
+
+        @Test
+        void aWriteThatMayLandIfSentAgainKeepsTheWriter() {
+            topic.failNextWrites(1);
+
+            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
+            assertThat(topic.reopenCount()).isZero();
+        }
+
+        @Test
+        void aTopicCreatedAgainGetsEveryKeptBlockWrittenIntoIt() {
+            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(preserver.preserve(txn(300), Outcome.ABORTED, "bob"));
+            topic.deleteTopic();
+
+            failureOf(preserver.decide(txn(600), Outcome.COMMITTED, "carol"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().size() == 3);
+            assertThat(callLog.calls()).contains("state-reopen recreated");
+            assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300", TC + ":600");
+            TransactionMetadataPreserver next = restored(newPreserver(2, 100));
+            assertThat(next.find(txn(300)).outcome()).isEqualTo(Outcome.ABORTED);
+        }
+
+        @Test
+        void aReplacementThatFailsIsTriedAgainUntilTheTopicIsBack() {
+            topic.failNextReopens(2);
+            topic.loseWriter();
+
+            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
+            assertThat(callLog.count("state-reopen failed")).isEqualTo(2);
+            assertThat(topic.reopenCount()).isEqualTo(1);
+        }
+
+        @Test
+        void aWriterLostOnceTheBrokerNoLongerOwnsTheCoordinatorClosesItHereAndWritesNothing() {
+            AtomicInteger released = new AtomicInteger();
+            preserver.whenCoordinatorMoved(() -> {
+                released.incrementAndGet();
+                return CompletableFuture.completedFuture(null);
+            });
+            topic.ownedHere(false);
+            topic.loseWriter();
+
+            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            settle(preserver);
+            assertThat(topic.reopenCount()).isZero();
+            assertThat(callLog.calls()).contains("state-reopen refused: coordinator moved")
+                    .doesNotContain("state-write c0");
+        }
+
+        @Test
+        void oncePendingEndsReachTheBoundANewEndFailsAtOnceAndEveryPendingOneCompletesOnceTheTopicIsBack() {
+            topic.holdWrites();
+            List<CompletableFuture<Void>> pending = new ArrayList<>();
+            for (int i = 0; i < TransactionMetadataPreserver.MAX_WAITING_ENDS; i++) {
+                pending.add(preserver.decide(txn(i), Outcome.COMMITTED, "alice"));
+            }
+
+            CompletableFuture<Void> refused = preserver.decide(txn(TransactionMetadataPreserver.MAX_WAITING_ENDS),
+                    Outcome.COMMITTED, "alice");
+
+            assertThat(refused).isCompletedExceptionally();
+            assertThat(failureOf(refused)).hasMessageContaining("waiting for the state topic");
+            assertThat(preserver.stats().endsRefusedWhileWaiting.sum()).isEqualTo(1);
+            assertThat(pending).noneMatch(CompletableFuture::isDone);
+            topic.releaseHeldWrites();
+            await().atMost(Duration.ofSeconds(10)).until(() -> {
+                topic.releaseHeldWrites();
+                return pending.stream().allMatch(CompletableFuture::isDone);
+            });
+            pending.forEach(end -> assertThat(end).isCompletedWithValue(null));
+        }
+
+        /**
+         * A producer fails its pending messages on one of its threads (a broker I/O thread
+         * for the broker's internal client), running every callback there. The ends waiting
+         * for them are completed on the coordinator's executor instead, so that the fan-out
+         * of a burst of failures does not run on the thread that failed them.
+         */
+        @Test
+        void aBurstOfFailingWritesCompletesItsWaitersOffTheThreadThatFailedThem() throws Exception {
+            topic.holdWrites();
+            List<CompletableFuture<String>> completedOn = new ArrayList<>();
+            ScheduledExecutorService io = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "io"));
+            executors.add(io);
+            for (int i = 0; i < 1_000; i++) {
+                long sequence = i * 256L;
+                completedOn.add(CompletableFuture.supplyAsync(
+                        () -> preserver.decide(txn(sequence), Outcome.COMMITTED, "alice"), io)
+                        .thenCompose(durable -> durable.handle((ok, error) -> Thread.currentThread().getName())));
+            }
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() > 0);
+            topic.wedgeWriter();
+
+            String failingThread = Thread.currentThread().getName();
+            await().atMost(Duration.ofSeconds(10)).until(() -> {
+                topic.releaseHeldWrites();
+                return completedOn.stream().allMatch(CompletableFuture::isDone);
+            });
+
+            assertThat(completedOn).extracting(CompletableFuture::join)
+                    .doesNotContain(failingThread, "io");
+        }
+    }
 }

@@ -81,7 +81,7 @@ class ResolutionTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndInFlight(txn));
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
 
         var finalAnswer = coordinator.store().resolver().awaitFinal(txn);
 
@@ -110,7 +110,7 @@ class ResolutionTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndInFlight(txn));
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
         observed.add(resolutionOf(txn));
         coordinator.transactionLog().releaseHeldAppends();
         await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);

@@ -361,7 +361,7 @@ class CommitChainTest {
             TxnID txn = openWithPartition();
             coordinator.stateTopic().holdWrites();
             CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndInFlight(txn));
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
 
             Throwable refused = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN,
                     true));

@@ -51,6 +51,9 @@ public final class CoordinatorHarness implements AutoCloseable {
     private final HashedWheelTimer timer = new HashedWheelTimer(10, TimeUnit.MILLISECONDS);
     private final TransactionBufferClient markers = mock(TransactionBufferClient.class);
     private final java.util.Set<String> refusingPartitions = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.Set<String> holdingPartitions = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.Queue<CompletableFuture<TxnID>> heldMarkers =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
     private TransactionMetadataStoreService service;
     private PreservingTransactionMetadataStore store;
 
@@ -191,6 +194,22 @@ public final class CoordinatorHarness implements AutoCloseable {
         refusingPartitions.remove(partition);
     }
 
+    /** End markers to the partition are taken but not answered until {@link #releaseMarkers}. */
+    public void holdMarkers(String partition) {
+        holdingPartitions.add(partition);
+    }
+
+    public int heldMarkerCount() {
+        return heldMarkers.size();
+    }
+
+    public void releaseMarkers(String partition) {
+        holdingPartitions.remove(partition);
+        for (CompletableFuture<TxnID> held; (held = heldMarkers.poll()) != null; ) {
+            held.complete(null);
+        }
+    }
+
     /** Ends a transaction through the broker's chain, as the background re-drive does. */
     public CompletableFuture<Void> endThroughBroker(TxnID txn, io.github.txnpreserver.preserver.Outcome outcome) {
         return service.endTransaction(txn, outcome == io.github.txnpreserver.preserver.Outcome.COMMITTED
@@ -204,6 +223,11 @@ public final class CoordinatorHarness implements AutoCloseable {
                     + " refused the end marker"));
         }
         callLog.record("marker " + action + " " + partition + " " + most + ":" + least);
+        if (holdingPartitions.contains(partition)) {
+            CompletableFuture<TxnID> held = new CompletableFuture<>();
+            heldMarkers.add(held);
+            return held.thenApply(ignored -> new TxnID(most, least));
+        }
         return CompletableFuture.completedFuture(new TxnID(most, least));
     }
 

@@ -3,6 +3,7 @@ package io.github.txnpreserver.testing;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.statetopic.ChunkRecord;
+import io.github.txnpreserver.statetopic.CoordinatorMovedException;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateTopic;
@@ -47,6 +48,11 @@ public final class InMemoryStateTopic implements StateTopic {
     private CompletableFuture<Void> readGate = CompletableFuture.completedFuture(null);
     private boolean holdWrites;
     private boolean closed;
+    private WriteFailure writerFault = WriteFailure.TRANSIENT;
+    private boolean topicGone;
+    private boolean ownedHere = true;
+    private final AtomicInteger failingReopens = new AtomicInteger();
+    private final AtomicInteger reopens = new AtomicInteger();
 
     public InMemoryStateTopic(CallLog callLog) {
         this.callLog = callLog;
@@ -58,6 +64,43 @@ public final class InMemoryStateTopic implements StateTopic {
     /** The next {@code count} value writes fail. */
     public void failNextWrites(int count) {
         failingWrites.set(count);
+    }
+
+    /**
+     * The writer can write no more (fenced by another, closed): every write fails with an
+     * error {@link #classify} calls {@link WriteFailure#LOST} until {@link #reopen}.
+     */
+    public synchronized void loseWriter() {
+        writerFault = WriteFailure.LOST;
+    }
+
+    /** Every write fails as timed out ({@link WriteFailure#STUCK}) until {@link #reopen}. */
+    public synchronized void wedgeWriter() {
+        writerFault = WriteFailure.STUCK;
+    }
+
+    /**
+     * The topic is deleted (or terminated) under the writer: its records are gone, every
+     * write fails as {@link WriteFailure#LOST}, and {@link #reopen} creates it again.
+     */
+    public synchronized void deleteTopic() {
+        writerFault = WriteFailure.LOST;
+        topicGone = true;
+        log.clear();
+    }
+
+    /** Whether this broker still owns the coordinator, as {@link #reopen} asks. */
+    public synchronized void ownedHere(boolean owned) {
+        ownedHere = owned;
+    }
+
+    /** The next {@code count} replacements of the writer fail (the topic is still unavailable). */
+    public void failNextReopens(int count) {
+        failingReopens.set(count);
+    }
+
+    public int reopenCount() {
+        return reopens.get();
     }
 
     /** The next {@code count} tombstones fail. */
@@ -208,6 +251,46 @@ public final class InMemoryStateTopic implements StateTopic {
     }
 
     @Override
+    public WriteFailure classify(Throwable writeError) {
+        Throwable error = writeError instanceof java.util.concurrent.CompletionException && writeError.getCause() != null
+                ? writeError.getCause() : writeError;
+        return error instanceof WriterFault fault ? fault.kind : WriteFailure.TRANSIENT;
+    }
+
+    @Override
+    public CompletableFuture<Boolean> reopen() {
+        synchronized (this) {
+            if (!ownedHere) {
+                callLog.record("state-reopen refused: coordinator moved");
+                return CompletableFuture.failedFuture(new CoordinatorMovedException(0));
+            }
+        }
+        if (failingReopens.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            callLog.record("state-reopen failed");
+            return CompletableFuture.failedFuture(new IllegalStateException("injected: topic still unavailable"));
+        }
+        boolean recreated;
+        synchronized (this) {
+            recreated = topicGone;
+            topicGone = false;
+            writerFault = WriteFailure.TRANSIENT;
+        }
+        reopens.incrementAndGet();
+        callLog.record(recreated ? "state-reopen recreated" : "state-reopen");
+        return CompletableFuture.completedFuture(recreated);
+    }
+
+    /** The error of a write made by a lost or wedged writer. */
+    private static final class WriterFault extends IllegalStateException {
+        private final WriteFailure kind;
+
+        WriterFault(WriteFailure kind) {
+            super("injected writer fault: " + kind);
+            this.kind = kind;
+        }
+    }
+
+    @Override
     public synchronized CompletableFuture<Void> closeAsync() {
         closed = true;
         return CompletableFuture.completedFuture(null);
@@ -306,6 +389,15 @@ public final class InMemoryStateTopic implements StateTopic {
         CompletableFuture<Void> durable = new CompletableFuture<>();
         Runnable write = () -> {
             List<String> subjects = subjectsOf(key, value);
+            WriteFailure fault;
+            synchronized (this) {
+                fault = writerFault;
+            }
+            if (fault != WriteFailure.TRANSIENT) {
+                subjects.forEach(subject -> callLog.record(call + "failed " + subject));
+                durable.completeExceptionally(new WriterFault(fault));
+                return;
+            }
             if (failures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                 subjects.forEach(subject -> callLog.record(call + "failed " + subject));
                 durable.completeExceptionally(new IllegalStateException("injected state-topic write failure"));
