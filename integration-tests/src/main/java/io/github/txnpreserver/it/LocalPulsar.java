@@ -77,6 +77,17 @@ public final class LocalPulsar implements AutoCloseable {
         return startOn(PulsarDistribution.withPluginInstalled(), name, config, jvmOptions);
     }
 
+    /**
+     * A broker of the copy with the test hooks beside the plugin, its provider the hooked
+     * one; each hook is switched on by its {@code -D} in {@code jvmOptions}.
+     */
+    public static LocalPulsar startWithTestHooks(String name, Map<String, String> config, String jvmOptions)
+            throws IOException, InterruptedException {
+        Map<String, String> hooked = new LinkedHashMap<>(config);
+        hooked.put("transactionMetadataStoreProviderClassName", PulsarDistribution.HOOKED_PROVIDER);
+        return startOn(PulsarDistribution.withTestHooksInstalled(), name, hooked, jvmOptions);
+    }
+
     /** A broker of the untouched distribution: stock Pulsar, for comparisons. */
     public static LocalPulsar startStock(String name, Map<String, String> config)
             throws IOException, InterruptedException {

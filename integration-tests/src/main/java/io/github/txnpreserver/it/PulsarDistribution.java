@@ -14,7 +14,10 @@ import java.util.concurrent.TimeUnit;
 public final class PulsarDistribution {
 
     private static final String VERSION = "4.0.8";
+    /** The provider of the test-hooks module (fault injection), for the brokers of fault tests only. */
+    public static final String HOOKED_PROVIDER = "io.github.txnpreserver.testhooks.HookedMetadataStoreProvider";
     private static Path installed;
+    private static Path withTestHooks;
     private static Path stock;
 
     private PulsarDistribution() {
@@ -29,6 +32,37 @@ public final class PulsarDistribution {
             installed = home;
         }
         return installed;
+    }
+
+    /**
+     * PULSAR_HOME of another copy with the plugin installed the same way, and the test-hooks
+     * jar in {@code lib/} beside it: brokers started from it name {@link #HOOKED_PROVIDER}.
+     * The copy every other test uses has no test code.
+     */
+    public static synchronized Path withTestHooksInstalled() throws IOException, InterruptedException {
+        if (withTestHooks == null) {
+            Path home = unpacked("unpacked-test-hooks");
+            run(List.of(repoRoot().resolve("broker-conf-overlay/install.sh").toString(), home.toString()),
+                    home.getParent().resolve("install-test-hooks.log"));
+            Path jar = testHooksJar();
+            Files.copy(jar, home.resolve("lib").resolve("io.github.txnpreserver-" + jar.getFileName()),
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            withTestHooks = home;
+        }
+        return withTestHooks;
+    }
+
+    private static Path testHooksJar() throws IOException {
+        Path target = repoRoot().resolve("test-hooks/target");
+        try (var jars = Files.list(target)) {
+            return jars.filter(path -> path.getFileName().toString().matches("pulsar-txn-preserver-test-hooks-.*\\.jar")
+                            && !path.getFileName().toString().endsWith("-sources.jar"))
+                    .findFirst()
+                    .orElseThrow(() -> new IllegalStateException("No test-hooks jar in " + target
+                            + ": build with Maven from the repository root"));
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IllegalStateException("No " + target + ": build with Maven from the repository root", e);
+        }
     }
 
     /** PULSAR_HOME of a second, untouched copy of the distribution: stock Pulsar, plugin not installed. */

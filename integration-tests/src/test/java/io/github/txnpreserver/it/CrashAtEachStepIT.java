@@ -34,7 +34,7 @@ class CrashAtEachStepIT {
     @BeforeAll
     static void startBroker() throws Exception {
         crashPoint = Files.createDirectories(LocalPulsar.newDir("crash-hook")).resolve("crash-point");
-        pulsar = LocalPulsar.start("crash-steps", Map.of("transactionMetaPersistCount", "100"),
+        pulsar = LocalPulsar.startWithTestHooks("crash-steps", Map.of("transactionMetaPersistCount", "100"),
                 "-Dtxnpreserver.testhooks.crashPointFile=" + crashPoint);
     }
 

@@ -39,7 +39,7 @@ class StuckTransactionIT {
     @BeforeAll
     static void startBroker() throws Exception {
         refuseMarkers = Files.createDirectories(LocalPulsar.newDir("stuck-hook")).resolve("refuse-end-markers");
-        pulsar = LocalPulsar.start("stuck", Map.of(
+        pulsar = LocalPulsar.startWithTestHooks("stuck", Map.of(
                         "transactionMetaPersistCount", "10",
                         "transactionMetaStuckRedriveAfterInSecond", "2"),
                 "-Dtxnpreserver.testhooks.refuseEndMarkersWhileFileExists=" + refuseMarkers);

@@ -47,7 +47,7 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
     public void initialize(PulsarService pulsar) throws Exception {
         PreserverConfig config = PreserverConfig.fromProperties(pulsar.getConfiguration().getProperties());
         String provider = pulsar.getConfiguration().getTransactionMetadataStoreProviderClassName();
-        if (!PreservingMetadataStoreProvider.class.getName().equals(provider)) {
+        if (!isPreservingProvider(provider)) {
             log.warn("Transaction outcome preserver is loaded but transactionMetadataStoreProviderClassName={};"
                     + " set it to {} to keep outcomes", provider, PreservingMetadataStoreProvider.class.getName());
         }
@@ -59,6 +59,16 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
         BrokerContext.install(context);
         PreserverMetrics.register(pulsar.getConfiguration().getClusterName(), context.preservers().values());
         log.info("Transaction outcome preserver configured: {}", config);
+    }
+
+    /** Whether the configured provider is the plugin's (or extends it). */
+    private static boolean isPreservingProvider(String className) {
+        try {
+            return PreservingMetadataStoreProvider.class.isAssignableFrom(
+                    Class.forName(className, false, PreserverBrokerInterceptor.class.getClassLoader()));
+        } catch (ClassNotFoundException | LinkageError | RuntimeException e) {
+            return false;
+        }
     }
 
     /** Runs at coordinator load, when the broker's internal clients are up. */

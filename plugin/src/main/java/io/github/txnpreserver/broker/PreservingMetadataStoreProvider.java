@@ -50,7 +50,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
         this(new MLTransactionMetadataStoreProvider());
     }
 
-    PreservingMetadataStoreProvider(TransactionMetadataStoreProvider stock) {
+    protected PreservingMetadataStoreProvider(TransactionMetadataStoreProvider stock) {
         this.stock = stock;
     }
 
@@ -102,7 +102,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
         return txnLog.initialize()
                 .thenCompose(ignored -> {
                     preserver.startRestore(highestSequence(sequenceIdGenerator));
-                    return new PreservingTransactionMetadataStore(tcId, txnLog, timeoutTracker, sequenceIdGenerator,
+                    return newStore(tcId, txnLog, timeoutTracker, sequenceIdGenerator,
                             maxActiveTransactionsPerCoordinator, preserver,
                             () -> context.preservers().remove(tcId.getId(), preserver))
                             .init(recoverTracker);
@@ -118,6 +118,16 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                         context.preservers().put(tcId.getId(), preserver);
                     }
                 });
+    }
+
+    /** The store of one coordinator, over its opened log and its preserver. */
+    protected PreservingTransactionMetadataStore newStore(TransactionCoordinatorID tcId, MLTransactionLogImpl txnLog,
+                                                          TransactionTimeoutTracker timeoutTracker,
+                                                          MLTransactionSequenceIdGenerator sequenceIdGenerator,
+                                                          long maxActiveTransactionsPerCoordinator,
+                                                          TransactionMetadataPreserver preserver, Runnable onClosed) {
+        return new PreservingTransactionMetadataStore(tcId, txnLog, timeoutTracker, sequenceIdGenerator,
+                maxActiveTransactionsPerCoordinator, preserver, onClosed);
     }
 
     /**

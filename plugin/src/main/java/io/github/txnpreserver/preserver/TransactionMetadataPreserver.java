@@ -61,6 +61,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      * with a retryable error (the broker retries it every second) instead of adding to them.
      */
     static final int MAX_WAITING_ENDS = 10_000;
+    /** How often to check that the state topic was not deleted and created again empty. */
+    static final Duration TOPIC_CHECK_INTERVAL = Duration.ofSeconds(5);
     private static final long REPORT_INTERVAL_SECONDS = 60;
 
     private final long coordinatorId;
@@ -144,9 +146,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         return !restored.isDone();
     }
 
-    /** Starts the periodic expiry. */
+    /** Starts the periodic expiry and the periodic check that the state topic was not created again. */
     public void start() {
         scheduleWithFixedDelay(this::expire, config.expireCheckInterval());
+        scheduleWithFixedDelay(this::checkTopicCreatedAgain, TOPIC_CHECK_INTERVAL);
     }
 
     /**
@@ -264,6 +267,29 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     public OutcomeMemoryBudget budget() {
         return budget;
+    }
+
+    /**
+     * A state topic deleted under its writer comes back empty when the producer reconnects,
+     * with no failed write to tell: every kept block is written into it again.
+     */
+    void checkTopicCreatedAgain() {
+        if (closed || replacingWriter || isRestoring()) {
+            return;
+        }
+        stateTopic.checkCreatedAgain().whenComplete((createdAgain, error) -> {
+            if (error != null) {
+                log.debug("Coordinator {}: could not check state topic {}: {}", coordinatorId, stateTopic,
+                        error.toString());
+            } else if (createdAgain) {
+                runOnExecutor(() -> {
+                    int blocks = kept.markAllDirty();
+                    log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
+                            coordinatorId, stateTopic, blocks);
+                    requestFlush();
+                });
+            }
+        });
     }
 
     // ---- the memory bound

@@ -2,6 +2,7 @@ package io.github.txnpreserver.statetopic;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -49,6 +50,11 @@ public final class PulsarStateTopic implements StateTopic {
     private static final long BATCHING_DELAY_MICROS = 1000;
     private static final int RESTORE_RECEIVER_QUEUE = 10_000;
     private static final int RESTORE_READ_TIMEOUT_SECONDS = 60;
+    /**
+     * A property of the topic (kept in its managed ledger) that the writer sets: a topic
+     * that lacks it was created again by a reconnecting producer after a deletion.
+     */
+    static final String WRITER_PROPERTY = "txn-preserver-writer";
 
     private final PulsarClient client;
     private final PulsarAdmin admin;
@@ -85,6 +91,7 @@ public final class PulsarStateTopic implements StateTopic {
         PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned);
         return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.newProducer())
+                .thenCompose(producer -> stateTopic.markTopic().thenApply(marked -> producer))
                 .thenApply(producer -> {
                     stateTopic.producer = producer;
                     log.info("Opened state topic {} as its only writer", stateTopic.topic);
@@ -154,12 +161,12 @@ public final class PulsarStateTopic implements StateTopic {
             Producer<byte[]> old = producer;
             return old.closeAsync().handle((closed, error) -> null)
                     .thenCompose(ignored -> createNonPartitioned(admin, topic))
-                    .thenCompose(created -> newProducer().thenApply(replacement -> {
+                    .thenCompose(created -> newProducer().thenCompose(replacement -> markTopic().thenApply(marked -> {
                         producer = replacement;
                         log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
                                 created ? " (the topic was gone and is created again)" : "");
                         return created;
-                    }).exceptionallyCompose(error -> {
+                    })).exceptionallyCompose(error -> {
                         if (FutureUtil.unwrapCompletionException(error)
                                 instanceof PulsarClientException.TopicTerminatedException) {
                             return recreateTerminated();
@@ -179,10 +186,27 @@ public final class PulsarStateTopic implements StateTopic {
         return admin.topics().deleteAsync(topic, true)
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
                 .thenCompose(created -> newProducer())
-                .thenApply(replacement -> {
+                .thenCompose(replacement -> markTopic().thenApply(marked -> {
                     producer = replacement;
                     return true;
-                });
+                }));
+    }
+
+    @Override
+    public CompletableFuture<Boolean> checkCreatedAgain() {
+        return admin.topics().getPropertiesAsync(topic).thenCompose(properties -> {
+            if (properties != null && properties.containsKey(WRITER_PROPERTY)) {
+                return CompletableFuture.completedFuture(false);
+            }
+            log.warn("Coordinator {}: state topic {} was deleted and created again empty; writing every kept"
+                    + " outcome into it", coordinatorId, topic);
+            return markTopic().thenApply(marked -> true);
+        });
+    }
+
+    /** Sets the writer's property on the topic (after the producer exists, so the topic is loaded here). */
+    private CompletableFuture<Void> markTopic() {
+        return admin.topics().updatePropertiesAsync(topic, Map.of(WRITER_PROPERTY, "1"));
     }
 
     @Override

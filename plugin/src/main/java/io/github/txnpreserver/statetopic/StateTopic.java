@@ -52,6 +52,16 @@ public interface StateTopic {
         return CompletableFuture.failedFuture(new UnsupportedOperationException("reopen " + this));
     }
 
+    /**
+     * Whether the topic was deleted and created again by someone else since this writer
+     * opened it (or last asked): a system topic comes back by itself when its producer
+     * reconnects, empty, and no write fails. Once it answers true, the topic is marked as
+     * seen again.
+     */
+    default CompletableFuture<Boolean> checkCreatedAgain() {
+        return CompletableFuture.completedFuture(false);
+    }
+
     /** What a failed write says about the writer that made it. */
     enum WriteFailure {
         /** The write may succeed if sent again with the same writer (the broker was busy, the topic moving). */

@@ -5,8 +5,6 @@ import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.OutcomeResolver;
-import io.github.txnpreserver.testhooks.CrashPoint;
-import io.github.txnpreserver.testhooks.EndMarkerRefusal;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -121,11 +119,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                     // Its outcome may be in the part of the state topic not read yet.
                     ? preserver.restored().thenCompose(restored -> getTxnMeta(txnId))
                     : FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
-            case FINISHING -> {
-                crashPoint(CrashPoint.Step.DURING_MARKERS, 2);
-                yield CompletableFuture.completedFuture(EndMarkerRefusal.installed()
-                        ? EndMarkerRefusal.apply(answer.meta()) : answer.meta());
-            }
             default -> CompletableFuture.completedFuture(answer.meta());
         };
     }
@@ -194,15 +187,14 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      * writes no record: the stock store refuses it, and its record must not land after the
      * winner's.
      */
-    private CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
-                                                boolean isTimeout) {
+    protected CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
+                                                  boolean isTimeout) {
         return joinOrRun(beginning, txnId, newStatus, () -> {
             TxnMeta live = liveTxnMeta(txnId);
             if (live != null && live.status() == TxnStatus.OPEN) {
                 preserver.writeSpeculative(txnId, Outcome.of(newStatus), live.getOwner());
             }
-            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)
-                    .thenRun(() -> crashPoint(CrashPoint.Step.AFTER_FINISHING_ENTRY, 0));
+            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
         });
     }
 
@@ -232,7 +224,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      * write is reported as a failure the broker retries; the block is written again, and the
      * retry waits for the same record.
      */
-    private CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
+    protected CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
         return preserver.decide(txnId, decided, owner).handle((durable, error) -> {
             if (error != null) {
                 recordFailedAtMillis.put(txnId.getLeastSigBits(), preserver.clock().millis());
@@ -240,14 +232,12 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                         "Outcome of " + txnId + " is not durable in the state topic yet",
                         FutureUtil.unwrapCompletionException(error)));
             }
-            crashPoint(CrashPoint.Step.AFTER_RECORD_BEFORE_TERMINAL_ENTRY, 0);
             return null;
         });
     }
 
     /** The terminal entry is durable: the transaction is no longer live. */
-    private void ended(TxnID txnId) {
-        crashPoint(CrashPoint.Step.AFTER_TERMINAL_ENTRY, 0);
+    protected void ended(TxnID txnId) {
         preserver.ended(txnId);
         recordFailedAtMillis.remove(txnId.getLeastSigBits());
         CompletableFuture<Void> waiting = liveEnds.remove(txnId.getLeastSigBits());
@@ -316,11 +306,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private record InFlight(TxnStatus status, CompletableFuture<Void> result) {
     }
 
-    private static void crashPoint(CrashPoint.Step step, long delayMillis) {
-        if (CrashPoint.installed()) {
-            CrashPoint.reached(step, delayMillis);
-        }
-    }
 
     /**
      * The live transaction, or null. A transaction whose terminal entry is durable is not

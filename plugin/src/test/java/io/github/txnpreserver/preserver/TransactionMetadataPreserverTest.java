@@ -713,6 +713,21 @@ class TransactionMetadataPreserverTest {
         }
 
         @Test
+        void aTopicThatCameBackEmptyWithNoFailedWriteGetsEveryKeptBlockAtTheNextCheck() {
+            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(preserver.preserve(txn(300), Outcome.ABORTED, "bob"));
+            topic.deleteTopicAndComeBackEmpty();
+            preserver.checkTopicCreatedAgain();
+            settle(preserver);
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().size() == 2);
+            assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300");
+            preserver.checkTopicCreatedAgain();
+            settle(preserver);
+            assertThat(topic.valueCount()).as("written once").isEqualTo(2);
+        }
+
+        @Test
         void aReplacementThatFailsIsTriedAgainUntilTheTopicIsBack() {
             topic.failNextReopens(2);
             topic.loseWriter();

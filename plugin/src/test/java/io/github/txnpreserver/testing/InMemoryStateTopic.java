@@ -50,6 +50,7 @@ public final class InMemoryStateTopic implements StateTopic {
     private boolean closed;
     private WriteFailure writerFault = WriteFailure.TRANSIENT;
     private boolean topicGone;
+    private boolean createdAgainUnseen;
     private boolean ownedHere = true;
     private final AtomicInteger failingReopens = new AtomicInteger();
     private final AtomicInteger reopens = new AtomicInteger();
@@ -87,6 +88,22 @@ public final class InMemoryStateTopic implements StateTopic {
         writerFault = WriteFailure.LOST;
         topicGone = true;
         log.clear();
+    }
+
+    /**
+     * The topic is deleted and created again empty by the writer's reconnection, as Pulsar
+     * does for a system topic: no write fails, and {@link #checkCreatedAgain} tells once.
+     */
+    public synchronized void deleteTopicAndComeBackEmpty() {
+        log.clear();
+        createdAgainUnseen = true;
+    }
+
+    @Override
+    public synchronized CompletableFuture<Boolean> checkCreatedAgain() {
+        boolean createdAgain = createdAgainUnseen;
+        createdAgainUnseen = false;
+        return CompletableFuture.completedFuture(createdAgain);
     }
 
     /** Whether this broker still owns the coordinator, as {@link #reopen} asks. */

@@ -8,8 +8,9 @@ import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Test hook: kills the broker (kill -9 of its own JVM) when the commit or abort chain reaches
- * a chosen step, so that crash tests can stop the broker exactly there.
+ * Test hook of {@link HookedTransactionMetadataStore}: kills the broker (kill -9 of its own
+ * JVM) when the commit or abort chain reaches a chosen step, so that crash tests can stop the
+ * broker exactly there.
  *
  * <p>Off unless the broker JVM starts with {@code -D}{@value #PROPERTY}{@code =<file>}; then,
  * when the chain reaches the step named in that file, the file is deleted (so the restarted

@@ -11,13 +11,13 @@ import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 
 /**
- * Test hook: makes the partitions of finishing transactions refuse their end markers with an
+ * Test hook of {@link HookedTransactionMetadataStore}: makes the partitions of finishing transactions refuse their end markers with an
  * error the broker does not retry, as a partition that is fenced or unloaded at the wrong
  * moment does. Tests use it to leave a transaction stuck in COMMITTING/ABORTING and watch
  * the background re-drive finish it.
  *
  * <p>Off unless the broker JVM starts with {@code -D}{@value #PROPERTY}{@code =<file>}; then
- * active exactly while that file exists. Without the property the store never calls it.
+ * active exactly while that file exists.
  */
 public final class EndMarkerRefusal {
 
