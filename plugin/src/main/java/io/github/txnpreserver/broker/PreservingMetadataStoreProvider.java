@@ -94,7 +94,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
         });
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(tcId.getId(), context.config(),
                 stateTopic, context.clock(), executor, context.budget());
-        preserver.whenCoordinatorMoved(() -> context.releaser().release(tcId.getId()));
+        preserver.releaseCoordinatorWith(() -> context.releaser().release(tcId.getId()));
         MLTransactionSequenceIdGenerator sequenceIdGenerator = new MLTransactionSequenceIdGenerator();
         managedLedgerConfig.setManagedLedgerInterceptor(sequenceIdGenerator);
         MLTransactionLogImpl txnLog = new MLTransactionLogImpl(tcId, managedLedgerFactory, managedLedgerConfig,

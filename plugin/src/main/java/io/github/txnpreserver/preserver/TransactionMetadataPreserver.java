@@ -84,6 +84,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private volatile boolean flushInFlight;
     /** On the executor only: the writer is being replaced, no flush starts meanwhile. */
     private boolean replacingWriter;
+    /** On the executor only: the coordinator is being closed here (its writer was fenced). */
+    private boolean releasing;
     private long writerRetryDelayMillis;
     private int waitingEnds;
     private final RateLimitedLog writerReplacements = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
@@ -163,10 +165,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     }
 
     /**
-     * What to do once the state topic's writer was lost and this broker no longer owns the
-     * coordinator: close it here, so that its clients move to the new owner.
+     * How to close the coordinator here, once its state-topic writer was fenced by another
+     * or this broker no longer owns it: its clients then look it up again.
      */
-    public void whenCoordinatorMoved(Supplier<CompletableFuture<Void>> release) {
+    public void releaseCoordinatorWith(Supplier<CompletableFuture<Void>> release) {
         onCoordinatorMoved = release;
     }
 
@@ -377,7 +379,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     /** Sends every dirty block; runs on the executor, one flush at a time. */
     private void flush() {
         flushScheduled.set(false);
-        if (closed || flushInFlight || replacingWriter) {
+        if (closed || flushInFlight || replacingWriter || releasing) {
             return;
         }
         long waitNanos = flushNotBeforeNanos - System.nanoTime();
@@ -434,7 +436,12 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 release(write, error);
             }
         }
-        if (failure != null && stateTopic.classify(failure) != StateTopic.WriteFailure.TRANSIENT) {
+        StateTopic.WriteFailure kind = failure == null ? null : stateTopic.classify(failure);
+        if (kind == StateTopic.WriteFailure.FENCED) {
+            releaseCoordinator(failure);
+            return;
+        }
+        if (kind == StateTopic.WriteFailure.LOST || kind == StateTopic.WriteFailure.STUCK) {
             replaceWriter(failure);
             return;
         }
@@ -496,16 +503,53 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         }
         Throwable cause = FutureUtil.unwrapCompletionException(error);
         if (cause instanceof CoordinatorMovedException) {
-            log.warn("Coordinator {}: the writer of state topic {} was lost and this broker no longer owns the"
-                    + " coordinator; closing it here", coordinatorId, stateTopic);
-            onCoordinatorMoved.get().exceptionally(notReleased -> {
-                // The broker was busy with the coordinator (loading it): ask again later.
-                runOnExecutor(() -> retryReplacingWriter(cause));
-                return null;
-            });
+            releaseCoordinator(cause);
             return;
         }
         retryReplacingWriter(cause);
+    }
+
+    /**
+     * Another writer took the state topic over, or this broker no longer owns the
+     * coordinator: the coordinator closes here, as the broker closes it when a new owner
+     * fences its transaction log. Its clients' retries get "coordinator not found", look
+     * it up again and reconnect: to the new owner, or to this broker, which then opens the
+     * coordinator again through the broker's own path (fencing the other writer in turn,
+     * restoring, re-driving what was finishing). Fencing back from here could fence a new
+     * owner that this broker does not know of yet.
+     */
+    private void releaseCoordinator(Throwable cause) {
+        if (closed || releasing) {
+            return;
+        }
+        releasing = true;
+        stats.writerReplacements.increment();
+        log.warn("Coordinator {}: the writer of state topic {} can write no more ({}); closing the coordinator"
+                + " here, to be opened again where it is owned", coordinatorId, stateTopic,
+                FutureUtil.unwrapCompletionException(cause).toString());
+        CompletableFuture<Void> released;
+        try {
+            released = onCoordinatorMoved.get();
+        } catch (RuntimeException e) {
+            released = CompletableFuture.failedFuture(e);
+        }
+        released.whenComplete((ignored, error) -> {
+            if (error != null) {
+                // The broker was busy with the coordinator (loading it): ask again shortly.
+                runOnExecutor(() -> {
+                    releasing = false;
+                    retry(() -> releaseCoordinator(cause));
+                });
+            }
+        });
+    }
+
+    private void retry(Runnable task) {
+        try {
+            executor.schedule(task, FIRST_RETRY_DELAY_MILLIS * 10, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException shuttingDown) {
+            log.debug("Coordinator {}: closed", coordinatorId);
+        }
     }
 
     private void retryReplacingWriter(Throwable cause) {
@@ -578,7 +622,12 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             log.warn("Coordinator {}: could not read its state topic {}; retrying in {} ms (lookups of ended"
                     + " transactions wait): {}", coordinatorId, stateTopic, retryDelayMillis,
                     FutureUtil.unwrapCompletionException(error).toString());
-            if (stateTopic.classify(error) != StateTopic.WriteFailure.TRANSIENT) {
+            StateTopic.WriteFailure kind = stateTopic.classify(error);
+            if (kind == StateTopic.WriteFailure.FENCED) {
+                runOnExecutor(() -> releaseCoordinator(error));
+                return;
+            }
+            if (kind != StateTopic.WriteFailure.TRANSIENT) {
                 // The barrier write failed because the writer was lost.
                 runOnExecutor(() -> replaceWriter(error));
             }

@@ -135,8 +135,10 @@ public final class PulsarStateTopic implements StateTopic {
         if (error instanceof PulsarClientException.TimeoutException) {
             return WriteFailure.STUCK;
         }
-        if (error instanceof PulsarClientException.ProducerFencedException
-                || error instanceof PulsarClientException.AlreadyClosedException
+        if (error instanceof PulsarClientException.ProducerFencedException) {
+            return WriteFailure.FENCED;
+        }
+        if (error instanceof PulsarClientException.AlreadyClosedException
                 || error instanceof PulsarClientException.TopicTerminatedException
                 || error instanceof PulsarClientException.TopicDoesNotExistException
                 || error instanceof PulsarClientException.NotFoundException

@@ -68,8 +68,13 @@ public interface StateTopic {
         TRANSIENT,
         /** Not acknowledged within the send timeout: the writer may be wedged; replace it. */
         STUCK,
-        /** The writer can write no more: fenced by another, closed, its topic terminated or deleted. */
-        LOST
+        /** The writer can write no more: closed, its topic terminated or deleted; replace it. */
+        LOST,
+        /**
+         * Another writer took the topic over (as the coordinator's new owner does when it
+         * opens it): this one must not fence it back.
+         */
+        FENCED
     }
 
     /** Receives the entries of {@link #readToEnd}. */

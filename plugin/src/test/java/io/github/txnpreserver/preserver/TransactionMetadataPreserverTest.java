@@ -100,6 +100,14 @@ class TransactionMetadataPreserverTest {
         settle(preserver);
     }
 
+    private static void letScheduledWorkRunQuietly(TransactionMetadataPreserver preserver, long millis) {
+        try {
+            letScheduledWorkRun(preserver, millis);
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
     /** Writes the blocks an earlier incarnation kept, as its flushes would have. */
     private void appendBlocksOf(KeptOutcomes earlier) {
         for (KeptOutcomes.BlockWrite write : earlier.drainDirty()) {
@@ -739,10 +747,46 @@ class TransactionMetadataPreserverTest {
             assertThat(topic.reopenCount()).isEqualTo(1);
         }
 
+        /**
+         * Fenced by another writer, which may be the coordinator's new owner: fencing it
+         * back could land this broker's state after the new owner's. The coordinator closes
+         * here instead (the broker opens it again, fencing in turn, if it owns it).
+         */
+        @Test
+        void aWriterFencedByAnotherIsNotFencedBackTheCoordinatorClosesHere() {
+            AtomicInteger released = new AtomicInteger();
+            preserver.releaseCoordinatorWith(() -> {
+                released.incrementAndGet();
+                return CompletableFuture.completedFuture(null);
+            });
+            topic.fenceWriter();
+
+            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            letScheduledWorkRunQuietly(preserver, 300);
+            assertThat(topic.reopenCount()).isZero();
+            assertThat(released).hasValue(1);
+            assertThat(callLog.count("state-write failed c0")).as("no write after the fence").isEqualTo(1);
+        }
+
+        @Test
+        void aCoordinatorTheBrokerIsStillLoadingIsAskedToCloseAgain() {
+            AtomicInteger asked = new AtomicInteger();
+            preserver.releaseCoordinatorWith(() -> asked.incrementAndGet() == 1
+                    ? CompletableFuture.failedFuture(new IllegalStateException("doing other operations"))
+                    : CompletableFuture.completedFuture(null));
+            topic.fenceWriter();
+
+            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> asked.get() == 2);
+        }
+
         @Test
         void aWriterLostOnceTheBrokerNoLongerOwnsTheCoordinatorClosesItHereAndWritesNothing() {
             AtomicInteger released = new AtomicInteger();
-            preserver.whenCoordinatorMoved(() -> {
+            preserver.releaseCoordinatorWith(() -> {
                 released.incrementAndGet();
                 return CompletableFuture.completedFuture(null);
             });

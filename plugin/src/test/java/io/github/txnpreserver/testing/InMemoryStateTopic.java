@@ -75,6 +75,11 @@ public final class InMemoryStateTopic implements StateTopic {
         writerFault = WriteFailure.LOST;
     }
 
+    /** Another writer took the topic over: every write fails as {@link WriteFailure#FENCED}. */
+    public synchronized void fenceWriter() {
+        writerFault = WriteFailure.FENCED;
+    }
+
     /** Every write fails as timed out ({@link WriteFailure#STUCK}) until {@link #reopen}. */
     public synchronized void wedgeWriter() {
         writerFault = WriteFailure.STUCK;
