@@ -17,7 +17,12 @@ final class BrokerMetrics {
 
     /** The value of a metric of coordinator 0, whatever its other labels. */
     static double ofCoordinatorZero(LocalPulsar pulsar, String name) throws Exception {
-        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(pulsar.httpUrl() + "/metrics/"))
+        return ofCoordinatorZero(pulsar.httpUrl(), name);
+    }
+
+    /** The same, from the broker at this HTTP address. */
+    static double ofCoordinatorZero(String httpUrl, String name) throws Exception {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(httpUrl + "/metrics/"))
                 .build(), HttpResponse.BodyHandlers.ofString()).body();
         Matcher matcher = Pattern.compile("^" + Pattern.quote(name) + "\\{[^}]*coordinator_id=\"0\"[^}]*\\} (\\S+)",
                 Pattern.MULTILINE).matcher(body);

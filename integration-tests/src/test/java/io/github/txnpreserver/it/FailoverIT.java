@@ -136,6 +136,112 @@ class FailoverIT {
         }
     }
 
+    /**
+     * The broker that owns the state topic's bundle is not the coordinator's owner, and is
+     * killed with -9 while clients commit: the writer's sends go unanswered, it is replaced
+     * (again and again, with backoff, while the bundle has no owner), and once the bundle
+     * has moved the waiting commits complete; the ends waiting meanwhile stay bounded, and
+     * every commit confirmed, before or after, answers its retry with success.
+     */
+    @Test
+    void theStateTopicsBrokerKilledDuringCommitsCostsDelayNotOutcomes() throws Exception {
+        try (LocalCluster cluster = LocalCluster.start("state-owner-killed", 2, 1, PLUGIN)) {
+            String topic = Txns.uniqueTopic("state-owner-killed");
+            try (PulsarClient client = transactionalClient(cluster.serviceUrl());
+                 Producer<String> producer = Txns.producer(client, topic)) {
+                Txns.committed(client, producer, "loads-the-coordinator");
+            }
+            LocalCluster.Broker coordinatorOwner = ownerOfCoordinator(cluster, cluster.broker(0), 0);
+            LocalCluster.Broker stateTopicOwner = coordinatorOwner == cluster.broker(0) ? cluster.broker(1)
+                    : cluster.broker(0);
+            moveStateTopicTo(cluster, coordinatorOwner, stateTopicOwner);
+
+            List<TxnID> confirmed = java.util.Collections.synchronizedList(new ArrayList<>());
+            java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+            List<Long> confirmedAtNanos = java.util.Collections.synchronizedList(new ArrayList<>());
+            Thread committer = new Thread(() -> {
+                try (PulsarClient client = transactionalClient(coordinatorOwner.serviceUrl());
+                     Producer<String> producer = Txns.producer(client, topic)) {
+                    for (int i = 0; running.get(); i++) {
+                        try {
+                            confirmed.add(Txns.committed(client, producer, "value-" + i));
+                            confirmedAtNanos.add(System.nanoTime());
+                        } catch (Exception e) {
+                            failed.incrementAndGet();
+                        }
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }, "committer");
+            committer.start();
+            Thread.sleep(5_000);
+            int beforeKill = confirmed.size();
+            long killedNanos = System.nanoTime();
+            stateTopicOwner.kill();
+            Instant deadline = Instant.now().plus(Duration.ofMinutes(2));
+            while (confirmed.size() < beforeKill + 20 && Instant.now().isBefore(deadline)) {
+                Thread.sleep(500);
+            }
+            long waitingBound = (long) BrokerMetrics.ofCoordinatorZero(coordinatorOwner.httpUrl(),
+                    "pulsar_txn_preserver_ends_refused_total");
+            running.set(false);
+            committer.join(60_000);
+            int afterKill = confirmed.size() - beforeKill;
+            System.out.printf("state topic's broker killed: %d commits confirmed before, %d after (%d failed and"
+                    + " retried by the test's loop); the first commit after the kill was confirmed %.1f s after it%n",
+                    beforeKill, afterKill, failed.get(), firstConfirmedAfter(killedNanos, confirmedAtNanos));
+            assertThat(beforeKill).isPositive();
+            assertThat(afterKill).as("commits complete once the bundle has moved").isGreaterThanOrEqualTo(20);
+            assertThat(waitingBound).as("one committer never reaches the bound of waiting ends").isZero();
+
+            try (RetryingEndClient retry = RetryingEndClient.connect(coordinatorOwner.serviceUrl())) {
+                for (TxnID txn : List.copyOf(confirmed)) {
+                    assertThat(retry.commit(txn)).as("retry of %s", txn).isEqualTo(EndAnswer.SUCCESS);
+                }
+            }
+        }
+    }
+
+    private static double firstConfirmedAfter(long killedNanos, List<Long> confirmedAtNanos) {
+        synchronized (confirmedAtNanos) {
+            return confirmedAtNanos.stream().filter(at -> at > killedNanos).findFirst()
+                    .map(at -> (at - killedNanos) / 1e9).orElse(Double.NaN);
+        }
+    }
+
+    /** Unloads the state topic's bundle until it lands on {@code target}, splitting it off the coordinator's first. */
+    private static void moveStateTopicTo(LocalCluster cluster, LocalCluster.Broker coordinatorOwner,
+                                         LocalCluster.Broker target) throws Exception {
+        String stateTopic = "persistent://pulsar/system/__terminated_txn_state_0";
+        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(coordinatorOwner.httpUrl()).build()) {
+            for (int split = 0; split < 4; split++) {
+                String stateBundle = admin.lookups().getBundleRange(stateTopic);
+                if (!stateBundle.equals(admin.lookups().getBundleRange(COORDINATOR_TOPIC + 0))) {
+                    break;
+                }
+                admin.namespaces().splitNamespaceBundle("pulsar/system", stateBundle, false, null);
+                Thread.sleep(2_000);
+            }
+            assertThat(admin.lookups().getBundleRange(stateTopic))
+                    .as("the state topic and the coordinator in different bundles")
+                    .isNotEqualTo(admin.lookups().getBundleRange(COORDINATOR_TOPIC + 0));
+            Instant deadline = Instant.now().plus(Duration.ofMinutes(2));
+            while (cluster.brokerAt(admin.lookups().lookupTopic(stateTopic)) != target) {
+                assertThat(Instant.now()).as("the state topic moved to " + target).isBefore(deadline);
+                try {
+                    admin.namespaces().unloadNamespaceBundle("pulsar/system", admin.lookups().getBundleRange(stateTopic));
+                } catch (Exception e) {
+                    // just being loaded somewhere: the next round unloads it
+                }
+                Thread.sleep(1_000);
+            }
+        }
+        assertThat(ownerOfCoordinator(cluster, coordinatorOwner, 0)).as("the coordinator stayed").isSameAs(
+                coordinatorOwner);
+    }
+
     private static PulsarClient transactionalClient(String serviceUrl) throws Exception {
         return PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
                 .operationTimeout(30, TimeUnit.SECONDS).build();
