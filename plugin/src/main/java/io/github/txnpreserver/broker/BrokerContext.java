@@ -39,7 +39,11 @@ public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics
     /** Closes a coordinator here, as the broker does when its log is fenced by a new owner. */
     @FunctionalInterface
     public interface CoordinatorReleaser {
-        CompletableFuture<Void> release(long coordinatorId);
+        /**
+         * Closes {@code store} if it is still the broker's store of the coordinator (one
+         * that a newer store replaced is closed already, or being closed).
+         */
+        CompletableFuture<Void> release(long coordinatorId, Object store);
     }
 
     private static volatile BrokerContext current;

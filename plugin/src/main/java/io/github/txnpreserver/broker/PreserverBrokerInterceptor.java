@@ -54,11 +54,25 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
         BrokerContext context = new BrokerContext(config, coordinatorId -> openStateTopic(pulsar, coordinatorId),
                 Clock.systemUTC(), (txnId, outcome) -> pulsar.getTransactionMetadataStoreService().endTransaction(
                         txnId, outcome == Outcome.COMMITTED ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false),
-                coordinatorId -> pulsar.getTransactionMetadataStoreService()
-                        .removeTransactionMetadataStore(TransactionCoordinatorID.get(coordinatorId)));
+                (coordinatorId, store) -> release(pulsar, coordinatorId, store));
         BrokerContext.install(context);
         PreserverMetrics.register(pulsar.getConfiguration().getClusterName(), context.preservers().values());
         log.info("Transaction outcome preserver configured: {}", config);
+    }
+
+    private static CompletableFuture<Void> release(PulsarService pulsar, long coordinatorId, Object store) {
+        TransactionCoordinatorID id = TransactionCoordinatorID.get(coordinatorId);
+        Object current = pulsar.getTransactionMetadataStoreService().getStores().get(id);
+        if (current == null) {
+            // Not registered yet (just opened), or removed and closing: asked again shortly.
+            return CompletableFuture.failedFuture(new IllegalStateException("coordinator " + coordinatorId
+                    + " is not registered"));
+        }
+        if (current != store) {
+            // A newer store of the coordinator: this one was closed, or is being closed.
+            return CompletableFuture.completedFuture(null);
+        }
+        return pulsar.getTransactionMetadataStoreService().removeTransactionMetadataStore(id);
     }
 
     /** Whether the configured provider is the plugin's (or extends it). */

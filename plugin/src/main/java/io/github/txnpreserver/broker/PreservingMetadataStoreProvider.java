@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
 import org.apache.bookkeeper.mledger.ManagedLedgerFactory;
 import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
@@ -94,7 +95,11 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
         });
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(tcId.getId(), context.config(),
                 stateTopic, context.clock(), executor, context.budget());
-        preserver.releaseCoordinatorWith(() -> context.releaser().release(tcId.getId()));
+        AtomicReference<TransactionMetadataStore> opened = new AtomicReference<>();
+        preserver.releaseCoordinatorWith(() -> opened.get() == null
+                // Still opening: released once the broker has it (asked again shortly).
+                ? CompletableFuture.failedFuture(new IllegalStateException("coordinator " + tcId + " still opening"))
+                : context.releaser().release(tcId.getId(), opened.get()));
         MLTransactionSequenceIdGenerator sequenceIdGenerator = new MLTransactionSequenceIdGenerator();
         managedLedgerConfig.setManagedLedgerInterceptor(sequenceIdGenerator);
         MLTransactionLogImpl txnLog = new MLTransactionLogImpl(tcId, managedLedgerFactory, managedLedgerConfig,
@@ -112,6 +117,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                         log.error("Coordinator {}: could not open", tcId.getId(), error);
                         preserver.closeAsync();
                     } else {
+                        opened.set(store);
                         preserver.start();
                         ((PreservingTransactionMetadataStore) store).startCleanup(context.endRequester(),
                                 context.config().stuckRedriveAfter(), context.clock());

@@ -330,7 +330,13 @@ public final class KeptOutcomes {
             }
         }
         for (int i = 0; i < indexes.size(); i++) {
-            markDirty(indexes.getLong(i));
+            long index = indexes.getLong(i);
+            OutcomeBlock block = blocks.get(index);
+            if (block != null) {
+                // Nothing of it is durable in the new topic: whoever waits for it waits for the rewrite.
+                block.durableGeneration = 0;
+            }
+            markDirty(index);
         }
         publish();
         return indexes.size();

@@ -2,6 +2,7 @@ package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.CoordinatorMovedException;
+import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateRecordCodec.StoredRecord;
@@ -84,8 +85,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private volatile boolean flushInFlight;
     /** On the executor only: the writer is being replaced, no flush starts meanwhile. */
     private boolean replacingWriter;
-    /** On the executor only: the coordinator is being closed here (its writer was fenced). */
+    /** On the executor only: the coordinator is being closed here (its writer was fenced); nothing is written. */
     private boolean releasing;
+    /** On the executor only: a writer replacement waits for the restore to be done. */
+    private boolean replaceAfterRestore;
     private long writerRetryDelayMillis;
     private int waitingEnds;
     private final RateLimitedLog writerReplacements = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
@@ -116,7 +119,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         budget.register(this);
     }
 
-    private record Waiter(long generation, CompletableFuture<Void> durable) {
+    /** @param end an end waiting (counted against {@link #MAX_WAITING_ENDS}), not the preserver's own work */
+    private record Waiter(long generation, CompletableFuture<Void> durable, boolean end) {
     }
 
     // ---- opening
@@ -201,7 +205,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
         long generation = kept.decide(txnId, outcome, owner, clock.millis());
         // Waiting before the flush is asked for, so that the flush's result reaches this end.
-        CompletableFuture<Void> durable = awaitDurable(KeptOutcomes.blockOf(txnId.getLeastSigBits()), generation);
+        CompletableFuture<Void> durable = awaitDurable(KeptOutcomes.blockOf(txnId.getLeastSigBits()), generation,
+                true);
         // Usually the speculative record said the same: nothing new to write or to reclaim.
         if (kept.hasDirty()) {
             requestFlush();
@@ -343,7 +348,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     // ---- flushing
 
-    private CompletableFuture<Void> awaitDurable(long blockIndex, long generation) {
+    private CompletableFuture<Void> awaitDurable(long blockIndex, long generation, boolean end) {
         CompletableFuture<Void> durable = new CompletableFuture<>();
         synchronized (waiters) {
             if (kept.isDurable(blockIndex << 8, generation)) {
@@ -353,13 +358,16 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 return CompletableFuture.failedFuture(new IllegalStateException("coordinator " + coordinatorId
                         + " closed"));
             }
-            if (waitingEnds >= MAX_WAITING_ENDS) {
+            if (end && waitingEnds >= MAX_WAITING_ENDS) {
                 stats.endsRefusedWhileWaiting.increment();
                 return CompletableFuture.failedFuture(new IllegalStateException(waitingEnds + " ends of coordinator "
                         + coordinatorId + " are waiting for the state topic " + stateTopic + "; retry later"));
             }
-            waitingEnds++;
-            waiters.computeIfAbsent(blockIndex, ignored -> new ArrayList<>(2)).add(new Waiter(generation, durable));
+            if (end) {
+                waitingEnds++;
+            }
+            waiters.computeIfAbsent(blockIndex, ignored -> new ArrayList<>(2)).add(new Waiter(generation, durable,
+                    end));
         }
         return durable;
     }
@@ -436,7 +444,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 release(write, error);
             }
         }
-        StateTopic.WriteFailure kind = failure == null ? null : stateTopic.classify(failure);
+        StateTopic.WriteFailure kind = worstFailure(sends);
         if (kind == StateTopic.WriteFailure.FENCED) {
             releaseCoordinator(failure);
             return;
@@ -467,7 +475,19 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      * all of them if the topic had to be created again. Runs on the executor.
      */
     private void replaceWriter(Throwable cause) {
-        if (closed || replacingWriter) {
+        if (closed || replacingWriter || releasing) {
+            return;
+        }
+        if (isRestoring()) {
+            // The topic may be terminated: it is read first, then replaced (deleted and
+            // created again), so that nothing it holds is lost.
+            if (!replaceAfterRestore) {
+                replaceAfterRestore = true;
+                restored.whenComplete((done, error) -> runOnExecutor(() -> {
+                    replaceAfterRestore = false;
+                    replaceWriter(cause);
+                }));
+            }
             return;
         }
         replacingWriter = true;
@@ -502,7 +522,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             return;
         }
         Throwable cause = FutureUtil.unwrapCompletionException(error);
-        if (cause instanceof CoordinatorMovedException) {
+        if (cause instanceof CoordinatorMovedException || cause instanceof WriterFencedException) {
             releaseCoordinator(cause);
             return;
         }
@@ -523,6 +543,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             return;
         }
         releasing = true;
+        askToRelease(cause);
+    }
+
+    private void askToRelease(Throwable cause) {
+        if (closed) {
+            return;
+        }
         stats.writerReplacements.increment();
         log.warn("Coordinator {}: the writer of state topic {} can write no more ({}); closing the coordinator"
                 + " here, to be opened again where it is owned", coordinatorId, stateTopic,
@@ -535,11 +562,9 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         }
         released.whenComplete((ignored, error) -> {
             if (error != null) {
-                // The broker was busy with the coordinator (loading it): ask again shortly.
-                runOnExecutor(() -> {
-                    releasing = false;
-                    retry(() -> releaseCoordinator(cause));
-                });
+                // The broker was busy with the coordinator (loading it): ask again shortly;
+                // nothing is written meanwhile.
+                retry(() -> askToRelease(cause));
             }
         });
     }
@@ -565,6 +590,23 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         }
     }
 
+    /**
+     * What the failed sends of a flush say, the gravest first: one fenced send means the
+     * writer was fenced, whatever the others say.
+     */
+    private StateTopic.WriteFailure worstFailure(List<CompletableFuture<Void>> sends) {
+        StateTopic.WriteFailure worst = null;
+        for (CompletableFuture<Void> send : sends) {
+            if (send.isCompletedExceptionally()) {
+                StateTopic.WriteFailure kind = stateTopic.classify(send.handle((ok, e) -> e).join());
+                if (worst == null || kind.ordinal() > worst.ordinal()) {
+                    worst = kind;
+                }
+            }
+        }
+        return worst;
+    }
+
     private void release(KeptOutcomes.BlockWrite write, Throwable error) {
         List<Waiter> released = new ArrayList<>(0);
         synchronized (waiters) {
@@ -577,7 +619,9 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 if (waiter.generation() <= write.generation()) {
                     released.add(waiter);
                     each.remove();
-                    waitingEnds--;
+                    if (waiter.end()) {
+                        waitingEnds--;
+                    }
                 }
             }
             if (waiting.isEmpty()) {
@@ -596,7 +640,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     // ---- restoring
 
     private void readStateTopic(long retryDelayMillis) {
-        if (closed) {
+        if (closed || releasing) {
             return;
         }
         long startNanos = System.nanoTime();
@@ -669,7 +713,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     }
 
     private CompletableFuture<Void> awaitDurableEventually(long blockIndex, long generation) {
-        return awaitDurable(blockIndex, generation).exceptionallyCompose(error -> closed
+        return awaitDurable(blockIndex, generation, false).exceptionallyCompose(error -> closed
                 ? CompletableFuture.failedFuture(error) : awaitDurableEventually(blockIndex, generation));
     }
 

@@ -55,6 +55,11 @@ public final class PulsarStateTopic implements StateTopic {
      * that lacks it was created again by a reconnecting producer after a deletion.
      */
     static final String WRITER_PROPERTY = "txn-preserver-writer";
+    /** The broker's own property of the topic: the fencing epoch, moved by each new fencing producer. */
+    static final String EPOCH_PROPERTY = "pulsar.topic.epoch";
+    /** After the send timeout, how long a send may still take before it counts as wedged. */
+    private static final long WEDGED_MARGIN_MILLIS = 5_000;
+    private static final long REOPEN_TIMEOUT_SECONDS = 60;
 
     private final PulsarClient client;
     private final PulsarAdmin admin;
@@ -62,8 +67,14 @@ public final class PulsarStateTopic implements StateTopic {
     private final Duration sendTimeout;
     private final long coordinatorId;
     private final Supplier<CompletableFuture<Boolean>> stillOwned;
-    /** Replaced by {@link #reopen} only, on the coordinator's executor; read by every write. */
+    /**
+     * Replaced by {@link #reopen} only, on the coordinator's executor; read by every write.
+     * Null while the topic is terminated: it is read, then replaced.
+     */
     private volatile Producer<byte[]> producer;
+    /** The topic's fencing epoch once this writer had opened it: another one means another writer fenced it. */
+    private volatile String ownEpoch;
+    private volatile boolean closed;
 
     private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
                              Supplier<CompletableFuture<Boolean>> stillOwned) {
@@ -81,6 +92,7 @@ public final class PulsarStateTopic implements StateTopic {
 
     /**
      * Creates the topic if needed and opens it as its only writer, fencing any previous one.
+     * A terminated topic is opened without a writer: it is read, and then replaced.
      *
      * @param stillOwned whether this broker still owns the coordinator, asked before a lost
      *     writer is replaced (a new owner fences the old one's writer on purpose)
@@ -91,11 +103,19 @@ public final class PulsarStateTopic implements StateTopic {
         PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned);
         return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.newProducer())
-                .thenCompose(producer -> stateTopic.markTopic().thenApply(marked -> producer))
-                .thenApply(producer -> {
-                    stateTopic.producer = producer;
+                .thenCompose(stateTopic::adopt)
+                .thenApply(properties -> {
                     log.info("Opened state topic {} as its only writer", stateTopic.topic);
-                    return stateTopic;
+                    return (StateTopic) stateTopic;
+                })
+                .exceptionallyCompose(error -> {
+                    if (FutureUtil.unwrapCompletionException(error)
+                            instanceof PulsarClientException.TopicTerminatedException) {
+                        log.warn("Coordinator {}: state topic {} is terminated; reading it, then it is created again"
+                                + " with every outcome it keeps", coordinatorId, stateTopic.topic);
+                        return CompletableFuture.completedFuture(stateTopic);
+                    }
+                    return CompletableFuture.failedFuture(error);
                 });
     }
 
@@ -114,29 +134,71 @@ public final class PulsarStateTopic implements StateTopic {
                 .createAsync();
     }
 
+    /**
+     * Makes a new producer the writer: marks the topic as this writer's and notes its
+     * fencing epoch (which the new producer just moved). Closes it if that fails or the
+     * state topic closed meanwhile.
+     */
+    private CompletableFuture<Map<String, String>> adopt(Producer<byte[]> replacement) {
+        return markTopic()
+                .thenCompose(marked -> admin.topics().getPropertiesAsync(topic))
+                .thenApply(properties -> {
+                    if (closed) {
+                        throw new CompletionException(new PulsarClientException.AlreadyClosedException(
+                                "state topic " + topic + " closed"));
+                    }
+                    ownEpoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
+                    producer = replacement;
+                    return properties;
+                })
+                .whenComplete((properties, error) -> {
+                    if (error != null) {
+                        replacement.closeAsync();
+                    }
+                });
+    }
+
     @Override
     public CompletableFuture<Void> write(String key, byte[] value) {
-        return producer.newMessage().key(key).value(value).sendAsync().thenApply(id -> null);
+        return send(key, value);
     }
 
     @Override
     public CompletableFuture<Void> delete(String key) {
-        return producer.newMessage().key(key).value(null).sendAsync().thenApply(id -> null);
+        return send(key, null);
+    }
+
+    /**
+     * A send that has not completed well after the send timeout (its producer failed to
+     * close, say) fails as wedged, so that a flush never waits for ever.
+     */
+    private CompletableFuture<Void> send(String key, byte[] valueOrNull) {
+        Producer<byte[]> writer = producer;
+        if (writer == null) {
+            return CompletableFuture.failedFuture(new PulsarClientException.TopicTerminatedException(
+                    "state topic " + topic + " is terminated"));
+        }
+        return writer.newMessage().key(key).value(valueOrNull).sendAsync()
+                .<Void>thenApply(id -> null)
+                .orTimeout(sendTimeout.toMillis() + WEDGED_MARGIN_MILLIS, TimeUnit.MILLISECONDS);
     }
 
     @Override
     public void flush() {
-        producer.flushAsync();
+        Producer<byte[]> writer = producer;
+        if (writer != null) {
+            writer.flushAsync();
+        }
     }
 
     @Override
     public WriteFailure classify(Throwable writeError) {
         Throwable error = FutureUtil.unwrapCompletionException(writeError);
-        if (error instanceof PulsarClientException.TimeoutException) {
-            return WriteFailure.STUCK;
-        }
-        if (error instanceof PulsarClientException.ProducerFencedException) {
+        if (error instanceof PulsarClientException.ProducerFencedException || error instanceof WriterFencedException) {
             return WriteFailure.FENCED;
+        }
+        if (error instanceof java.util.concurrent.TimeoutException) {
+            return WriteFailure.STUCK;
         }
         if (error instanceof PulsarClientException.AlreadyClosedException
                 || error instanceof PulsarClientException.TopicTerminatedException
@@ -146,13 +208,18 @@ public final class PulsarStateTopic implements StateTopic {
                 || error instanceof PulsarClientException.ProducerBusyException) {
             return WriteFailure.LOST;
         }
+        // A send timeout among them: the producer reconnects by itself, the blocks are sent again.
         return WriteFailure.TRANSIENT;
     }
 
     /**
-     * Closes the old writer first, so that none of its writes can land after the new one's
-     * (the broker persists a closing producer's pending messages before it confirms the
-     * close, and the new writer's fence covers a close that failed).
+     * Replaces a writer nobody else took over. Fails with {@link WriterFencedException} if
+     * the topic's fencing epoch moved since this writer opened it (another writer fenced
+     * it, though no write has said so yet), and with {@link CoordinatorMovedException} if
+     * this broker no longer owns the coordinator. The old writer is closed first, so that
+     * none of its writes can land after the new one's (the broker persists a closing
+     * producer's pending messages before it confirms the close, and the new writer's fence
+     * covers a close that failed).
      */
     @Override
     public CompletableFuture<Boolean> reopen() {
@@ -160,27 +227,54 @@ public final class PulsarStateTopic implements StateTopic {
             if (!owned) {
                 return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
             }
-            Producer<byte[]> old = producer;
-            return old.closeAsync().handle((closed, error) -> null)
-                    .thenCompose(ignored -> createNonPartitioned(admin, topic))
-                    .thenCompose(created -> newProducer().thenCompose(replacement -> markTopic().thenApply(marked -> {
-                        producer = replacement;
-                        log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
-                                created ? " (the topic was gone and is created again)" : "");
-                        return created;
-                    })).exceptionallyCompose(error -> {
-                        if (FutureUtil.unwrapCompletionException(error)
-                                instanceof PulsarClientException.TopicTerminatedException) {
-                            return recreateTerminated();
-                        }
-                        return CompletableFuture.failedFuture(error);
-                    }));
+            return propertiesIfAny().thenCompose(properties -> {
+                String epoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
+                if (properties != null && ownEpoch != null && !ownEpoch.equals(epoch)) {
+                    return CompletableFuture.failedFuture(new WriterFencedException(topic, ownEpoch, epoch));
+                }
+                boolean marked = properties != null && properties.containsKey(WRITER_PROPERTY);
+                return replaceProducer(marked);
+            });
+        }).orTimeout(REOPEN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+    }
+
+    private CompletableFuture<Boolean> replaceProducer(boolean topicWasMarked) {
+        Producer<byte[]> old = producer;
+        CompletableFuture<Void> oldClosed = old == null ? CompletableFuture.completedFuture(null)
+                : old.closeAsync().orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                        .handle((ignored, error) -> null);
+        return oldClosed
+                .thenCompose(ignored -> createNonPartitioned(admin, topic))
+                .thenCompose(created -> newProducer().thenCompose(this::adopt).thenApply(properties -> {
+                    // A topic without the writer's mark was created again by someone else.
+                    boolean recreated = created || !topicWasMarked;
+                    log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
+                            recreated ? " (the topic was gone and is created again)" : "");
+                    return recreated;
+                }))
+                .exceptionallyCompose(error -> {
+                    if (FutureUtil.unwrapCompletionException(error)
+                            instanceof PulsarClientException.TopicTerminatedException) {
+                        return recreateTerminated();
+                    }
+                    return CompletableFuture.failedFuture(error);
+                });
+    }
+
+    /** The topic's properties, or null if the topic does not exist. */
+    private CompletableFuture<Map<String, String>> propertiesIfAny() {
+        return admin.topics().getPropertiesAsync(topic).exceptionallyCompose(error -> {
+            if (FutureUtil.unwrapCompletionException(error) instanceof PulsarAdminException.NotFoundException) {
+                return CompletableFuture.completedFuture(null);
+            }
+            return CompletableFuture.failedFuture(error);
         });
     }
 
     /**
      * A terminated topic accepts no write ever again: it is deleted and created again, and
-     * the coordinator writes everything it keeps into it.
+     * the coordinator writes everything it keeps into it (it has read it first: the
+     * preserver replaces no writer while it restores).
      */
     private CompletableFuture<Boolean> recreateTerminated() {
         log.warn("Coordinator {}: state topic {} was terminated and can never be written again; deleting it and"
@@ -188,10 +282,8 @@ public final class PulsarStateTopic implements StateTopic {
         return admin.topics().deleteAsync(topic, true)
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
                 .thenCompose(created -> newProducer())
-                .thenCompose(replacement -> markTopic().thenApply(marked -> {
-                    producer = replacement;
-                    return true;
-                }));
+                .thenCompose(this::adopt)
+                .thenApply(properties -> true);
     }
 
     @Override
@@ -213,28 +305,61 @@ public final class PulsarStateTopic implements StateTopic {
 
     @Override
     public CompletableFuture<Void> readToEnd(Visitor visitor, Executor readerThread) {
+        Producer<byte[]> writer = producer;
+        if (writer == null) {
+            return readAll(visitor, readerThread);
+        }
         byte[] nonce = UUID.randomUUID().toString().getBytes(StandardCharsets.UTF_8);
-        return producer.newMessage().key(BARRIER_KEY).value(nonce).sendAsync()
-                .thenCompose(barrier -> client.newReader(Schema.BYTES)
-                        .topic(topic)
-                        .startMessageId(MessageId.earliest)
-                        .readCompacted(true)
-                        // Restore reads a whole topic at once: fewer, larger flow permits.
-                        .receiverQueueSize(RESTORE_RECEIVER_QUEUE)
-                        .createAsync()
-                        .thenApplyAsync(reader -> {
-                            try {
-                                readUntil(reader, barrier, visitor);
-                                return null;
-                            } finally {
-                                reader.closeAsync();
-                            }
-                        }, readerThread));
+        return writer.newMessage().key(BARRIER_KEY).value(nonce).sendAsync()
+                .thenCompose(barrier -> newRestoreReader().<Void>thenApplyAsync(reader -> {
+                    try {
+                        readUntil(reader, barrier, visitor);
+                        return null;
+                    } finally {
+                        reader.closeAsync();
+                    }
+                }, readerThread))
+                .exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)
+                        instanceof PulsarClientException.TopicTerminatedException
+                        ? readAll(visitor, readerThread) : CompletableFuture.failedFuture(error));
+    }
+
+    private CompletableFuture<Reader<byte[]>> newRestoreReader() {
+        return client.newReader(Schema.BYTES)
+                .topic(topic)
+                .startMessageId(MessageId.earliest)
+                .readCompacted(true)
+                // Restore reads a whole topic at once: fewer, larger flow permits.
+                .receiverQueueSize(RESTORE_RECEIVER_QUEUE)
+                .createAsync();
+    }
+
+    /** A terminated topic takes no barrier, and nothing is written to it any more: read what it has. */
+    private CompletableFuture<Void> readAll(Visitor visitor, Executor readerThread) {
+        return newRestoreReader().<Void>thenApplyAsync(reader -> {
+            try {
+                while (!closed && reader.hasMessageAvailable()) {
+                    Message<byte[]> message = reader.readNext(RESTORE_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                    if (message == null) {
+                        throw new IllegalStateException("No state-topic record within " + RESTORE_READ_TIMEOUT_SECONDS
+                                + " s in terminated topic " + topic);
+                    }
+                    handOver(message, visitor);
+                }
+                return null;
+            } catch (PulsarClientException e) {
+                throw new CompletionException(e);
+            } finally {
+                reader.closeAsync();
+            }
+        }, readerThread);
     }
 
     @Override
     public CompletableFuture<Void> closeAsync() {
-        return producer.closeAsync();
+        closed = true;
+        Producer<byte[]> writer = producer;
+        return writer == null ? CompletableFuture.completedFuture(null) : writer.closeAsync();
     }
 
     @Override
@@ -247,9 +372,9 @@ public final class PulsarStateTopic implements StateTopic {
      * takes a queued message directly, while every asynchronous read is handed to the
      * client's executor and back, which was half the time of a million-record restore.
      */
-    private static void readUntil(Reader<byte[]> reader, MessageId barrier, Visitor visitor) {
+    private void readUntil(Reader<byte[]> reader, MessageId barrier, Visitor visitor) {
         try {
-            while (true) {
+            while (!closed) {
                 Message<byte[]> message = reader.readNext(RESTORE_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
                 if (message == null) {
                     throw new IllegalStateException("No state-topic record within " + RESTORE_READ_TIMEOUT_SECONDS
@@ -260,6 +385,8 @@ public final class PulsarStateTopic implements StateTopic {
                 }
                 handOver(message, visitor);
             }
+            throw new CompletionException(new PulsarClientException.AlreadyClosedException("state topic " + topic
+                    + " closed during the restore"));
         } catch (PulsarClientException e) {
             throw new CompletionException(e);
         }

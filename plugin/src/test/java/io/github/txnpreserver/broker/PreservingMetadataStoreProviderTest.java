@@ -35,7 +35,7 @@ class PreservingMetadataStoreProviderTest {
     private static final StuckTransactionRedriver.EndRequester NO_ENDS = (txnId, outcome) -> {
         throw new AssertionError("no transaction is ended here");
     };
-    private static final BrokerContext.CoordinatorReleaser NO_RELEASE = coordinatorId -> {
+    private static final BrokerContext.CoordinatorReleaser NO_RELEASE = (coordinatorId, store) -> {
         throw new AssertionError("no coordinator is released here");
     };
 

@@ -770,6 +770,99 @@ class TransactionMetadataPreserverTest {
             assertThat(callLog.count("state-write failed c0")).as("no write after the fence").isEqualTo(1);
         }
 
+        /**
+         * Second review, finding 1: a writer fenced by another whose writes time out before
+         * its connection hears of the fence fails as wedged, not fenced. Replacing it in
+         * place would fence the other writer (maybe the new owner) back; the fencing epoch
+         * says it moved, so the coordinator closes here instead.
+         */
+        @Test
+        void aWedgedWriterWhoseTopicAnotherWriterFencedIsNotReplacedTheCoordinatorClosesHere() {
+            AtomicInteger released = new AtomicInteger();
+            preserver.releaseCoordinatorWith(() -> {
+                released.incrementAndGet();
+                return CompletableFuture.completedFuture(null);
+            });
+            topic.fenceWithoutTelling();
+
+            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            assertThat(topic.reopenCount()).isZero();
+            assertThat(callLog.calls()).contains("state-reopen refused: fenced by another writer");
+        }
+
+        /** Second review: one fenced send in a flush decides, whatever the others failed with. */
+        @Test
+        void aFlushWithOneFencedSendAmongOthersClosesTheCoordinatorHere() {
+            AtomicInteger released = new AtomicInteger();
+            preserver.releaseCoordinatorWith(() -> {
+                released.incrementAndGet();
+                return CompletableFuture.completedFuture(null);
+            });
+            topic.holdWrites();
+            // Both decided in one task of the executor: one flush sends both blocks.
+            List<CompletableFuture<Void>> ends = await(CompletableFuture.supplyAsync(() -> List.of(
+                    preserver.decide(txn(1), Outcome.COMMITTED, "alice"),
+                    preserver.decide(txn(300), Outcome.COMMITTED, "alice")), preserver.executor()));
+            CompletableFuture<Void> first = ends.get(0);
+            CompletableFuture<Void> second = ends.get(1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 2);
+            topic.failNextWritesAs(StateTopic.WriteFailure.FENCED, StateTopic.WriteFailure.STUCK);
+
+            topic.releaseHeldWrites();
+
+            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            assertThat(first).isCompletedExceptionally();
+            assertThat(second).isCompletedExceptionally();
+            assertThat(topic.reopenCount()).isZero();
+        }
+
+        /**
+         * Second review, finding 2: a writer lost while the restore reads (a terminated
+         * topic, which the replacement deletes) is replaced only once the restore is done,
+         * so that what the topic held is read before it is deleted.
+         */
+        @Test
+        void aWriterLostDuringTheRestoreIsReplacedOnlyOnceTheRestoreIsDone() {
+            topic.holdReads();
+            TransactionMetadataPreserver restoring = newPreserver(2, 100);
+            restoring.startRestore(0);
+            topic.loseWriter();
+
+            // Block 1 is past the restore frontier: written while the restore reads.
+            failureOf(restoring.decide(txn(300), Outcome.COMMITTED, "alice"));
+            letScheduledWorkRunQuietly(restoring, 300);
+
+            assertThat(topic.reopenCount()).as("not while restoring").isZero();
+            topic.releaseReads();
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.reopenCount() == 1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(300)) == Outcome.COMMITTED);
+        }
+
+        /**
+         * Second review, finding 3: once the topic is created again, an end whose record
+         * landed in the old topic is not durable any more: its decision waits for the rewrite.
+         */
+        @Test
+        void anEndWhoseRecordLandedInTheOldTopicWaitsForTheRewriteIntoTheNewOne() {
+            preserver.writeSpeculative(txn(1), Outcome.COMMITTED, "alice");
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
+            settle(preserver);
+            topic.deleteTopic();
+            topic.holdWritesAfterReopen();
+            failureOf(preserver.decide(txn(300), Outcome.COMMITTED, "alice"));
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.reopenCount() == 1);
+            settle(preserver);
+
+            CompletableFuture<Void> decided = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+
+            assertThat(decided).as("its record is in the deleted topic only").isNotDone();
+            topic.releaseHeldWrites();
+            await(decided);
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
+        }
+
         @Test
         void aCoordinatorTheBrokerIsStillLoadingIsAskedToCloseAgain() {
             AtomicInteger asked = new AtomicInteger();

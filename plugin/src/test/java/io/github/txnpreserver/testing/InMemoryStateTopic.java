@@ -4,6 +4,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.statetopic.ChunkRecord;
 import io.github.txnpreserver.statetopic.CoordinatorMovedException;
+import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateTopic;
@@ -51,6 +52,9 @@ public final class InMemoryStateTopic implements StateTopic {
     private WriteFailure writerFault = WriteFailure.TRANSIENT;
     private boolean topicGone;
     private boolean createdAgainUnseen;
+    private boolean fencedByOther;
+    private boolean holdWritesAfterReopen;
+    private final java.util.ArrayDeque<WriteFailure> nextFaults = new java.util.ArrayDeque<>();
     private boolean ownedHere = true;
     private final AtomicInteger failingReopens = new AtomicInteger();
     private final AtomicInteger reopens = new AtomicInteger();
@@ -73,6 +77,25 @@ public final class InMemoryStateTopic implements StateTopic {
      */
     public synchronized void loseWriter() {
         writerFault = WriteFailure.LOST;
+    }
+
+    /**
+     * Another writer fenced the topic but this one has not heard yet: writes fail as
+     * wedged ({@link WriteFailure#STUCK}), and {@link #reopen} finds the fencing epoch moved.
+     */
+    public synchronized void fenceWithoutTelling() {
+        writerFault = WriteFailure.STUCK;
+        fencedByOther = true;
+    }
+
+    /** The next writes fail, one each, as these kinds; then writes land again. */
+    public synchronized void failNextWritesAs(WriteFailure... kinds) {
+        nextFaults.addAll(List.of(kinds));
+    }
+
+    /** Writes made after the next successful {@link #reopen} wait until {@link #releaseHeldWrites()}. */
+    public synchronized void holdWritesAfterReopen() {
+        holdWritesAfterReopen = true;
     }
 
     /** Another writer took the topic over: every write fails as {@link WriteFailure#FENCED}. */
@@ -286,6 +309,10 @@ public final class InMemoryStateTopic implements StateTopic {
                 callLog.record("state-reopen refused: coordinator moved");
                 return CompletableFuture.failedFuture(new CoordinatorMovedException(0));
             }
+            if (fencedByOther) {
+                callLog.record("state-reopen refused: fenced by another writer");
+                return CompletableFuture.failedFuture(new WriterFencedException("in-memory", "1", "2"));
+            }
         }
         if (failingReopens.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
             callLog.record("state-reopen failed");
@@ -296,6 +323,10 @@ public final class InMemoryStateTopic implements StateTopic {
             recreated = topicGone;
             topicGone = false;
             writerFault = WriteFailure.TRANSIENT;
+            if (holdWritesAfterReopen) {
+                holdWritesAfterReopen = false;
+                holdWrites = true;
+            }
         }
         reopens.incrementAndGet();
         callLog.record(recreated ? "state-reopen recreated" : "state-reopen");
@@ -413,7 +444,7 @@ public final class InMemoryStateTopic implements StateTopic {
             List<String> subjects = subjectsOf(key, value);
             WriteFailure fault;
             synchronized (this) {
-                fault = writerFault;
+                fault = nextFaults.isEmpty() ? writerFault : nextFaults.poll();
             }
             if (fault != WriteFailure.TRANSIENT) {
                 subjects.forEach(subject -> callLog.record(call + "failed " + subject));
