@@ -16,7 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>The broker builds the metadata-store provider by class name, with no access to the
  * broker; an interceptor is the only plugin the broker initializes with itself, and it runs
  * before the transaction service is built. Both load from {@code lib/} (the interceptor
- * archive's class loader is parent-first), so this static hand-over is seen by both.
+ * archive's class loader is parent-first), so this static hand-over is seen by both; it is
+ * keyed by broker, since one JVM may run several.
  *
  * @param config the validated settings
  * @param stateTopics opens one coordinator's state topic
@@ -46,24 +47,30 @@ public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics
         CompletableFuture<Void> release(long coordinatorId, Object store);
     }
 
-    private static volatile BrokerContext current;
-
     /** Opens the state topic of a coordinator as its only writer. */
     @FunctionalInterface
     public interface StateTopicOpener {
         CompletableFuture<StateTopic> open(long coordinatorId);
     }
 
-    public static void install(BrokerContext context) {
-        current = context;
+    /**
+     * The contexts of the brokers of this JVM (Pulsar's own tests and embedded brokers run
+     * several), each under the broker's client timer: the one object the broker hands both
+     * to the interceptor (through the broker) and to every {@code openStore} call.
+     */
+    private static final Map<Object, BrokerContext> INSTALLED = new ConcurrentHashMap<>();
+
+    public static void install(Object broker, BrokerContext context) {
+        INSTALLED.put(broker, context);
     }
 
-    public static void clear() {
-        current = null;
+    /** Removes this broker's context only: the other brokers of the JVM keep theirs. */
+    public static void clear(Object broker) {
+        INSTALLED.remove(broker);
     }
 
-    /** The installed context, or null if the interceptor did not run. */
-    public static BrokerContext current() {
-        return current;
+    /** The context of the broker that passes this timer to {@code openStore}, or null if its interceptor did not run. */
+    public static BrokerContext of(Object broker) {
+        return broker == null ? null : INSTALLED.get(broker);
     }
 }

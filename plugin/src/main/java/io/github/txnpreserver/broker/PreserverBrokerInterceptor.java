@@ -36,6 +36,8 @@ import org.slf4j.LoggerFactory;
 public class PreserverBrokerInterceptor implements BrokerInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger(PreserverBrokerInterceptor.class);
+    /** This broker's key for its context and metrics (its client timer, which openStore receives too). */
+    private Object broker;
     /**
      * How long a state-topic write may take before it fails, its writer is replaced and the
      * end of the transaction is retried: well inside a client's 30 s operation timeout, so
@@ -55,8 +57,9 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
                 Clock.systemUTC(), (txnId, outcome) -> pulsar.getTransactionMetadataStoreService().endTransaction(
                         txnId, outcome == Outcome.COMMITTED ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false),
                 (coordinatorId, store) -> release(pulsar, coordinatorId, store));
-        BrokerContext.install(context);
-        PreserverMetrics.register(pulsar.getConfiguration().getClusterName(), context.preservers().values());
+        broker = pulsar.getBrokerClientSharedTimer();
+        BrokerContext.install(broker, context);
+        PreserverMetrics.register(broker, pulsar.getConfiguration().getClusterName(), context.preservers().values());
         log.info("Transaction outcome preserver configured: {}", config);
     }
 
@@ -122,7 +125,9 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
 
     @Override
     public void close() {
-        PreserverMetrics.unregister();
-        BrokerContext.clear();
+        if (broker != null) {
+            PreserverMetrics.unregister(broker);
+            BrokerContext.clear(broker);
+        }
     }
 }

@@ -61,7 +61,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
             ManagedLedgerConfig managedLedgerConfig, TransactionTimeoutTracker timeoutTracker,
             TransactionRecoverTracker recoverTracker, long maxActiveTransactionsPerCoordinator,
             TxnLogBufferedWriterConfig txnLogBufferedWriterConfig, Timer timer) {
-        BrokerContext context = BrokerContext.current();
+        BrokerContext context = BrokerContext.of(timer);
         if (context == null) {
             log.error(INTERCEPTOR_MISSING);
             return CompletableFuture.failedFuture(new IllegalStateException(INTERCEPTOR_MISSING));

@@ -6,7 +6,9 @@ import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.prometheus.client.Collector;
 import io.prometheus.client.CollectorRegistry;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Collection;
 
 /**
@@ -17,7 +19,9 @@ import java.util.Collection;
  */
 public final class PreserverMetrics extends Collector {
 
-    private static PreserverMetrics registered;
+    /** The brokers of this JVM that export, and the one collector that exports them all. */
+    private static final Map<Object, PreserverMetrics> BY_BROKER = new LinkedHashMap<>();
+    private static Collector exporter;
 
     private final String cluster;
     private final Collection<TransactionMetadataPreserver> preservers;
@@ -27,18 +31,45 @@ public final class PreserverMetrics extends Collector {
         this.preservers = preservers;
     }
 
-    /** Exports these live preservers through the broker's default registry, once per broker. */
-    public static synchronized void register(String cluster, Collection<TransactionMetadataPreserver> preservers) {
-        unregister();
-        registered = new PreserverMetrics(cluster, preservers);
-        CollectorRegistry.defaultRegistry.register(registered);
+    /**
+     * Exports a broker's live preservers through the default registry, which every broker
+     * of the JVM shares: one collector exports the preservers of all of them.
+     */
+    public static synchronized void register(Object broker, String cluster,
+                                             Collection<TransactionMetadataPreserver> preservers) {
+        BY_BROKER.put(broker, new PreserverMetrics(cluster, preservers));
+        if (exporter == null) {
+            exporter = new Collector() {
+                @Override
+                public List<MetricFamilySamples> collect() {
+                    return collectAll();
+                }
+            };
+            CollectorRegistry.defaultRegistry.register(exporter);
+        }
     }
 
-    public static synchronized void unregister() {
-        if (registered != null) {
-            CollectorRegistry.defaultRegistry.unregister(registered);
-            registered = null;
+    /** Stops exporting this broker's preservers; the other brokers of the JVM go on. */
+    public static synchronized void unregister(Object broker) {
+        BY_BROKER.remove(broker);
+        if (BY_BROKER.isEmpty() && exporter != null) {
+            CollectorRegistry.defaultRegistry.unregister(exporter);
+            exporter = null;
         }
+    }
+
+    private static synchronized List<MetricFamilySamples> collectAll() {
+        Map<String, MetricFamilySamples> merged = new LinkedHashMap<>();
+        for (PreserverMetrics metrics : BY_BROKER.values()) {
+            for (MetricFamilySamples family : metrics.collect()) {
+                merged.merge(family.name, family, (a, b) -> {
+                    List<MetricFamilySamples.Sample> samples = new ArrayList<>(a.samples);
+                    samples.addAll(b.samples);
+                    return new MetricFamilySamples(a.name, a.type, a.help, samples);
+                });
+            }
+        }
+        return new ArrayList<>(merged.values());
     }
 
     @Override

@@ -292,8 +292,6 @@ public final class PulsarStateTopic implements StateTopic {
             if (properties != null && properties.containsKey(WRITER_PROPERTY)) {
                 return CompletableFuture.completedFuture(false);
             }
-            log.warn("Coordinator {}: state topic {} was deleted and created again empty; writing every kept"
-                    + " outcome into it", coordinatorId, topic);
             return markTopic().thenApply(marked -> true);
         });
     }

@@ -51,7 +51,7 @@ class PreservingMetadataStoreProviderTest {
 
     @AfterEach
     void clearContext() {
-        BrokerContext.clear();
+        BrokerContext.clear(timer);
     }
 
     private CompletableFuture<TransactionMetadataStore> open() {
@@ -68,7 +68,7 @@ class PreservingMetadataStoreProviderTest {
         TransactionMetadataStore stockStore = mock(TransactionMetadataStore.class);
         when(stock.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer))
                 .thenReturn(CompletableFuture.completedFuture(stockStore));
-        BrokerContext.install(new BrokerContext(config(0), id -> {
+        BrokerContext.install(timer, new BrokerContext(config(0), id -> {
             throw new AssertionError("a pass-through opens no state topic");
         }, Clock.systemUTC(), NO_ENDS, NO_RELEASE));
 
@@ -86,7 +86,7 @@ class PreservingMetadataStoreProviderTest {
 
     @Test
     void aStateTopicThatCannotBeOpenedFailsTheCoordinatorLoadSoTheBrokerRetriesIt() {
-        BrokerContext.install(new BrokerContext(config(10),
+        BrokerContext.install(timer, new BrokerContext(config(10),
                 id -> CompletableFuture.<StateTopic>failedFuture(new IllegalStateException("topic unavailable")),
                 Clock.systemUTC(), NO_ENDS, NO_RELEASE));
 
@@ -114,5 +114,35 @@ class PreservingMetadataStoreProviderTest {
 
         assertThat(context.budget().limitBytes()).isEqualTo(3L << 20);
         assertThat(context.preservers()).isEmpty();
+    }
+
+    /**
+     * Issue 14: several brokers in one JVM (Pulsar's own tests, embedded brokers). The
+     * context was one static, installed by whichever broker started last and cleared by
+     * whichever stopped first; now each broker's coordinators get their broker's context,
+     * and a broker stopping leaves the others theirs.
+     */
+    @Test
+    void eachBrokerOfAJvmOpensItsCoordinatorsWithItsOwnContextAndOneStoppingLeavesTheOthersTheirs() {
+        Timer otherBroker = mock(Timer.class);
+        TransactionMetadataStore stockStore = mock(TransactionMetadataStore.class);
+        when(stock.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer))
+                .thenReturn(CompletableFuture.completedFuture(stockStore));
+        BrokerContext.install(timer, new BrokerContext(config(0), id -> {
+            throw new AssertionError("a pass-through opens no state topic");
+        }, Clock.systemUTC(), NO_ENDS, NO_RELEASE));
+        BrokerContext.install(otherBroker, new BrokerContext(config(10),
+                id -> CompletableFuture.<StateTopic>failedFuture(new IllegalStateException("the other broker's topic")),
+                Clock.systemUTC(), NO_ENDS, NO_RELEASE));
+
+        assertThat(await(open())).as("this broker's context: pass-through").isSameAs(stockStore);
+        assertThat(failureOf(provider.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7,
+                writerConfig, otherBroker))).hasMessageContaining("the other broker's topic");
+
+        BrokerContext.clear(otherBroker);
+
+        assertThat(await(open())).as("still this broker's").isSameAs(stockStore);
+        assertThat(failureOf(provider.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7,
+                writerConfig, otherBroker))).hasMessageContaining("brokerInterceptors");
     }
 }

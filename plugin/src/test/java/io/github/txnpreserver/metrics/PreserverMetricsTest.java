@@ -172,4 +172,38 @@ class PreserverMetricsTest {
                     .isEqualTo(3);
         }
     }
+
+    /** Issue 14: the brokers of one JVM share the default registry; each exports its own, and one leaving keeps the others. */
+    @Test
+    void theBrokersOfOneJvmEachExportTheirCoordinatorsAndOneLeavingKeepsTheOthers() {
+        CoordinatorHarness first = CoordinatorHarness.start(2, 100);
+        CoordinatorHarness second = CoordinatorHarness.start(2, 100);
+        Object brokerA = new Object();
+        Object brokerB = new Object();
+        try {
+            PreserverMetrics.register(brokerA, "cluster-a", List.of(first.preserver()));
+            PreserverMetrics.register(brokerB, "cluster-b", List.of(second.preserver()));
+
+            assertThat(exportedClusters()).containsExactlyInAnyOrder("cluster-a", "cluster-b");
+            PreserverMetrics.unregister(brokerA);
+            assertThat(exportedClusters()).containsExactly("cluster-b");
+            PreserverMetrics.unregister(brokerB);
+            assertThat(exportedClusters()).isEmpty();
+        } finally {
+            PreserverMetrics.unregister(brokerA);
+            PreserverMetrics.unregister(brokerB);
+            first.close();
+            second.close();
+        }
+    }
+
+    private static List<String> exportedClusters() {
+        List<String> clusters = new ArrayList<>();
+        java.util.Collections.list(io.prometheus.client.CollectorRegistry.defaultRegistry.metricFamilySamples())
+                .stream()
+                .filter(family -> family.name.equals("pulsar_txn_preserver_kept_outcomes"))
+                .flatMap(family -> family.samples.stream())
+                .forEach(sample -> clusters.add(sample.labelValues.get(0)));
+        return clusters;
+    }
 }
