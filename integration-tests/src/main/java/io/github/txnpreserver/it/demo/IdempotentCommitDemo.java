@@ -22,8 +22,9 @@ import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
- * Starts a Pulsar 4.0.8 standalone broker with the plugin installed and shows, through the
- * stock Java client, what a retried commit or abort gets. Ctrl-C stops the broker.
+ * Runs one scenario of retried commits and aborts through the stock Java client, first on a
+ * stock Pulsar 4.0.8 standalone broker, then on one with the plugin installed, and prints
+ * each answer beside stock's. Ctrl-C stops the broker.
  * With {@code --keep-running} the broker stays up after the demo until Ctrl-C.
  */
 public final class IdempotentCommitDemo {
@@ -47,15 +48,60 @@ public final class IdempotentCommitDemo {
         System.exit(exitCode);
     }
 
+    /** One retried end of the scenario: what it is, what it got, and what the plugin must answer. */
+    private record Step(String label, EndAnswer answer, EndAnswer withPlugin) {
+    }
+
     private static int run(String[] args) throws Exception {
         boolean keepRunning = List.of(args).contains("--keep-running");
         Runtime.getRuntime().addShutdownHook(new Thread(IdempotentCommitDemo::stopBroker, "stop-demo-broker"));
 
-        say("Starting a Pulsar 4.0.8 standalone broker with the plugin installed (about 15 s)...");
+        say("The same scenario runs twice through the stock Java client: first on stock Pulsar 4.0.8,");
+        say("then on the same distribution with the plugin installed. Each broker takes about 15 s to start.");
+        say("");
+        say("Starting a stock Pulsar 4.0.8 standalone broker (the plugin not installed)...");
+        LocalPulsar stock = LocalPulsar.startStock("demo-stock", Map.of("transactionCoordinatorEnabled", "true"));
+        BROKER.set(stock);
+        List<Step> stockSteps = new ArrayList<>();
+        List<String> stockRead = scenario(stock, stockSteps, null);
+        stopBroker();
+
+        say("");
+        say("Starting a Pulsar 4.0.8 standalone broker with the plugin installed...");
         LocalPulsar pulsar = LocalPulsar.start("demo", Map.of("transactionMetaPersistCount", "100"));
         BROKER.set(pulsar);
         say("Broker up at " + pulsar.serviceUrl() + " (pid " + pulsar.pid() + ", log " + pulsar.logFile() + ")");
+        List<Step> pluginSteps = new ArrayList<>();
+        List<String> read = scenario(pulsar, pluginSteps, stockSteps);
 
+        say("");
+        say("What a consumer reads: stock " + stockRead + ", with the plugin " + read);
+        if (!read.equals(List.of("order-1 (committed)"))) {
+            failures++;
+            say("   UNEXPECTED: the committed message exactly once, the aborted one never");
+        } else {
+            say("   the committed message exactly once, the timed-out one never: as expected");
+        }
+        say("");
+        say(failures == 0 ? "With the plugin, every retry got the transaction's real outcome; stock Pulsar answered"
+                + " TransactionNotFound wherever the transaction had ended."
+                : failures + " answer(s) with the plugin were not the real outcome.");
+        if (keepRunning) {
+            say("Broker keeps running at " + pulsar.serviceUrl() + "; Ctrl-C stops it.");
+            Thread.currentThread().join();
+        }
+        return failures == 0 ? 0 : 1;
+    }
+
+    /**
+     * Runs the scenario on one broker, noting each retried end in {@code steps}; with the
+     * stock broker's steps given, prints each answer beside stock's and checks the plugin's.
+     *
+     * @return what a consumer of the topic reads at the end
+     */
+    private static List<String> scenario(LocalPulsar pulsar, List<Step> steps, List<Step> stockSteps)
+            throws Exception {
+        boolean plugin = stockSteps != null;
         try (PulsarClient client = PulsarClient.builder().serviceUrl(pulsar.serviceUrl())
                 .enableTransaction(true).operationTimeout(30, TimeUnit.SECONDS).build();
              PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(pulsar.httpUrl()).build();
@@ -64,70 +110,83 @@ public final class IdempotentCommitDemo {
                      .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
              Producer<String> producer = client.newProducer(Schema.STRING).topic(TOPIC)
                      .sendTimeout(0, TimeUnit.SECONDS).create()) {
+            Answers answers = new Answers(steps, stockSteps, retries, plugin);
 
-            say("");
-            say("1. A commit retried after it succeeded (the client lost the first answer)");
+            answers.section("1. A commit retried after it succeeded (the client lost the first answer)");
             Transaction committed = client.newTransaction().withTransactionTimeout(5, TimeUnit.MINUTES).build().get();
             producer.newMessage(committed).value("order-1 (committed)").send();
             committed.commit().get();
             TxnID committedId = committed.getTxnID();
-            say("   committed " + committedId + " holding message 'order-1 (committed)'");
-            expect("   retry commit", retries.commit(committedId), EndAnswer.SUCCESS, retries);
+            answers.note("   committed " + committedId + " holding message 'order-1 (committed)'");
+            answers.step("   retry commit", retries.commit(committedId), EndAnswer.SUCCESS);
 
-            say("");
-            say("2. An abort after the commit");
-            expect("   abort", retries.abort(committedId), EndAnswer.REFUSED_AS_COMMITTED, retries);
+            answers.section("2. An abort after the commit");
+            answers.step("   abort", retries.abort(committedId), EndAnswer.REFUSED_AS_COMMITTED);
 
-            say("");
-            say("3. A commit of a transaction the coordinator aborted on timeout");
+            answers.section("3. A commit of a transaction the coordinator aborted on timeout");
             Transaction timedOut = client.newTransaction().withTransactionTimeout(2, TimeUnit.SECONDS).build().get();
             producer.newMessage(timedOut).value("order-2 (timed out)").send();
             TxnID timedOutId = timedOut.getTxnID();
-            say("   opened " + timedOutId + " with a 2 s timeout and produced 'order-2 (timed out)' in it");
+            answers.note("   opened " + timedOutId + " with a 2 s timeout and produced 'order-2 (timed out)' in it");
             awaitAbortedByCoordinator(admin, timedOutId);
-            say("   the coordinator aborted it on timeout");
-            expect("   commit", retries.commit(timedOutId), EndAnswer.REFUSED_AS_ABORTED, retries);
+            answers.note("   the coordinator aborted it on timeout");
+            answers.step("   commit", retries.commit(timedOutId), EndAnswer.REFUSED_AS_ABORTED);
 
-            say("");
-            say("4. The outcomes survive a kill -9 of the broker");
+            answers.section("4. After a kill -9 of the broker and a restart");
             long pid = pulsar.pid();
             pulsar.kill();
-            say("   killed broker pid " + pid + " with SIGKILL; restarting it...");
+            answers.note("   killed broker pid " + pid + " with SIGKILL; restarting it...");
             pulsar.start();
-            say("   broker up again (pid " + pulsar.pid() + ")");
-            expect("   retry commit of " + committedId, retries.commit(committedId), EndAnswer.SUCCESS, retries);
-            expect("   abort of " + committedId, retries.abort(committedId), EndAnswer.REFUSED_AS_COMMITTED, retries);
-            expect("   commit of " + timedOutId, retries.commit(timedOutId), EndAnswer.REFUSED_AS_ABORTED, retries);
+            answers.note("   broker up again (pid " + pulsar.pid() + ")");
+            answers.step("   retry commit of the committed one", retries.commit(committedId), EndAnswer.SUCCESS);
+            answers.step("   abort of the committed one", retries.abort(committedId), EndAnswer.REFUSED_AS_COMMITTED);
+            answers.step("   commit of the timed-out one", retries.commit(timedOutId), EndAnswer.REFUSED_AS_ABORTED);
+            return drain(consumer);
+        }
+    }
 
-            say("");
-            say("5. What a consumer reads");
-            List<String> read = drain(consumer);
-            say("   " + read);
-            if (!read.equals(List.of("order-1 (committed)"))) {
-                failures++;
-                say("   UNEXPECTED: the committed message exactly once, the aborted one never");
-            } else {
-                say("   the committed message exactly once, the timed-out one never: as expected");
+    /** Prints the plugin run beside the stock one; the stock run prints only its progress. */
+    private static final class Answers {
+        private final List<Step> steps;
+        private final List<Step> stockSteps;
+        private final RetryingEndClient client;
+        private final boolean plugin;
+
+        Answers(List<Step> steps, List<Step> stockSteps, RetryingEndClient client, boolean plugin) {
+            this.steps = steps;
+            this.stockSteps = stockSteps;
+            this.client = client;
+            this.plugin = plugin;
+        }
+
+        void section(String title) {
+            if (plugin) {
+                say("");
+                say(title);
             }
         }
 
-        say("");
-        say(failures == 0 ? "All retries got the transaction's real outcome."
-                : failures + " answer(s) were not the real outcome.");
-        if (keepRunning) {
-            say("Broker keeps running at " + pulsar.serviceUrl() + "; Ctrl-C stops it.");
-            Thread.currentThread().join();
+        void note(String line) {
+            if (plugin) {
+                say(line);
+            }
         }
-        return failures == 0 ? 0 : 1;
-    }
 
-    private static void expect(String what, EndAnswer answer, EndAnswer expected, RetryingEndClient client) {
-        String detail = client.lastMessage().isEmpty() ? "" : "  [" + client.lastMessage() + "]";
-        String verdict = answer == expected ? "as expected" : "UNEXPECTED, wanted " + describe(expected);
-        if (answer != expected) {
-            failures++;
+        void step(String label, EndAnswer answer, EndAnswer expected) {
+            steps.add(new Step(label, answer, expected));
+            if (!plugin) {
+                say("   stock: " + label.strip() + " -> " + describe(answer));
+                return;
+            }
+            Step stock = stockSteps.get(steps.size() - 1);
+            String detail = client.lastMessage().isEmpty() ? "" : "  [" + client.lastMessage() + "]";
+            String verdict = answer == expected ? "as expected" : "UNEXPECTED, wanted " + describe(expected);
+            if (answer != expected) {
+                failures++;
+            }
+            say(label + " -> stock: " + describe(stock.answer()) + "   with plugin: " + describe(answer)
+                    + " (" + verdict + ")" + detail);
         }
-        say(what + " -> " + describe(answer) + " (" + verdict + ")" + detail);
     }
 
     private static String describe(EndAnswer answer) {
