@@ -543,6 +543,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             return;
         }
         releasing = true;
+        stats.writerReplacements.increment();
+        log.warn("Coordinator {}: the writer of state topic {} can write no more ({}); closing the coordinator"
+                + " here, to be opened again where it is owned", coordinatorId, stateTopic,
+                FutureUtil.unwrapCompletionException(cause).toString());
         askToRelease(cause);
     }
 
@@ -550,10 +554,6 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         if (closed) {
             return;
         }
-        stats.writerReplacements.increment();
-        log.warn("Coordinator {}: the writer of state topic {} can write no more ({}); closing the coordinator"
-                + " here, to be opened again where it is owned", coordinatorId, stateTopic,
-                FutureUtil.unwrapCompletionException(cause).toString());
         CompletableFuture<Void> released;
         try {
             released = onCoordinatorMoved.get();
