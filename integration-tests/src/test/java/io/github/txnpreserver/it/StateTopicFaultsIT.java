@@ -294,12 +294,4 @@ class StateTopicFaultsIT {
             }
         }
     }
-
-    /** The transactions of every value record in the state topic, in log order. */
-    private static List<String> stateRecordKeys(PulsarClient client) throws Exception {
-        return StateTopicReader.records(client, STATE_TOPIC).stream()
-                .filter(record -> !record.endsWith(" tombstone"))
-                .map(record -> record.substring(0, record.indexOf(' ')))
-                .toList();
-    }
 }

@@ -290,13 +290,18 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                         error.toString());
             } else if (createdAgain) {
                 runOnExecutor(() -> {
-                    int blocks = kept.markAllDirty();
-                    log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
-                            coordinatorId, stateTopic, blocks);
+                    rewriteEveryBlock();
                     requestFlush();
                 });
             }
         });
+    }
+
+    /** The state topic was created again and has lost its records: every kept block is written into it. */
+    private void rewriteEveryBlock() {
+        int blocks = kept.markAllDirty();
+        log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
+                coordinatorId, stateTopic, blocks);
     }
 
     // ---- the memory bound
@@ -514,9 +519,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             flushRetryDelayMillis = 0;
             flushNotBeforeNanos = 0;
             if (recreated) {
-                int blocks = kept.markAllDirty();
-                log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
-                        coordinatorId, stateTopic, blocks);
+                rewriteEveryBlock();
             }
             requestFlush();
             return;
