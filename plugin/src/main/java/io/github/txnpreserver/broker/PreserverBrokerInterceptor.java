@@ -8,12 +8,17 @@ import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import javax.servlet.ServletRequest;
 import javax.servlet.ServletResponse;
 import org.apache.pulsar.broker.PulsarServerException;
 import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.intercept.BrokerInterceptor;
 import org.apache.pulsar.broker.service.ServerCnx;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.client.impl.PulsarClientImpl;
+import org.apache.pulsar.client.impl.conf.ClientConfigurationData;
 import org.apache.pulsar.common.api.proto.BaseCommand;
 import org.apache.pulsar.common.api.proto.TxnAction;
 import org.apache.pulsar.common.naming.SystemTopicNames;
@@ -44,6 +49,18 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
      * that a wedged writer costs a waiting commit a delay, not a timeout.
      */
     static final Duration STATE_TOPIC_SEND_TIMEOUT = Duration.ofSeconds(10);
+    /**
+     * The longest a state-topic producer or reader waits between two attempts to reconnect.
+     * The broker's client lets the wait grow to 60 s: after a long outage, or a topic that
+     * keeps moving, a writer would sleep through the topic's return while every commit
+     * waits for it, and a client's 30 s operation timeout ran out (one attempt in 12 s was
+     * seen with the topic unloaded every 150 ms). One attempt a second per coordinator is
+     * what a lookup costs.
+     */
+    static final Duration STATE_TOPIC_MAX_RECONNECT_BACKOFF = Duration.ofSeconds(1);
+    private PulsarService pulsar;
+    /** The state topics' own client, on the broker's shared threads and timer; created at the first open. */
+    private PulsarClient stateTopicClient;
 
     @Override
     public void initialize(PulsarService pulsar) throws Exception {
@@ -53,7 +70,8 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
             log.warn("Transaction outcome preserver is loaded but transactionMetadataStoreProviderClassName={};"
                     + " set it to {} to keep outcomes", provider, PreservingMetadataStoreProvider.class.getName());
         }
-        BrokerContext context = new BrokerContext(config, coordinatorId -> openStateTopic(pulsar, coordinatorId),
+        this.pulsar = pulsar;
+        BrokerContext context = new BrokerContext(config, this::openStateTopic,
                 Clock.systemUTC(), (txnId, outcome) -> pulsar.getTransactionMetadataStoreService().endTransaction(
                         txnId, outcome == Outcome.COMMITTED ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false),
                 (coordinatorId, store) -> release(pulsar, coordinatorId, store));
@@ -89,14 +107,30 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
     }
 
     /** Runs at coordinator load, when the broker's internal clients are up. */
-    private static CompletableFuture<StateTopic> openStateTopic(PulsarService pulsar, long coordinatorId) {
+    private CompletableFuture<StateTopic> openStateTopic(long coordinatorId) {
         try {
-            return PulsarStateTopic.open(pulsar.getClient(), pulsar.getAdminClient(), coordinatorId,
+            return PulsarStateTopic.open(stateTopicClient(), pulsar.getAdminClient(), coordinatorId,
                     STATE_TOPIC_SEND_TIMEOUT, () -> pulsar.getNamespaceService().checkTopicOwnership(
                             SystemTopicNames.TRANSACTION_COORDINATOR_ASSIGN.getPartition((int) coordinatorId)));
-        } catch (PulsarServerException e) {
+        } catch (PulsarServerException | PulsarClientException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /**
+     * The broker's internal client with a short reconnect backoff: the same settings
+     * (service URL, authentication, TLS) and the same shared threads, so it costs one more
+     * connection, not a thread.
+     */
+    private synchronized PulsarClient stateTopicClient() throws PulsarServerException, PulsarClientException {
+        if (stateTopicClient == null) {
+            ClientConfigurationData conf = ((PulsarClientImpl) pulsar.getClient()).getConfiguration().clone();
+            conf.setMaxBackoffIntervalNanos(STATE_TOPIC_MAX_RECONNECT_BACKOFF.toNanos());
+            conf.setInitialBackoffIntervalNanos(Math.min(conf.getInitialBackoffIntervalNanos(),
+                    TimeUnit.MILLISECONDS.toNanos(100)));
+            stateTopicClient = pulsar.createClientImpl(conf);
+        }
+        return stateTopicClient;
     }
 
     @Override
@@ -128,6 +162,17 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
         if (broker != null) {
             PreserverMetrics.unregister(broker);
             BrokerContext.clear(broker);
+        }
+        PulsarClient client;
+        synchronized (this) {
+            client = stateTopicClient;
+            stateTopicClient = null;
+        }
+        if (client != null) {
+            // The broker closes its interceptors after its topics and before its coordinators:
+            // a write still pending now fails as it would with the topics gone, and its end is
+            // answered with a retryable error, never with success.
+            client.closeAsync();
         }
     }
 }
