@@ -1,5 +1,7 @@
 package io.github.txnpreserver.it.demo;
 
+import io.github.txnpreserver.client.TransactionEnds;
+import io.github.txnpreserver.client.TransactionOutcome;
 import io.github.txnpreserver.it.EndAnswer;
 import io.github.txnpreserver.it.LocalPulsar;
 import io.github.txnpreserver.it.RetryingEndClient;
@@ -49,7 +51,11 @@ public final class IdempotentCommitDemo {
     }
 
     /** One retried end of the scenario: what it is, what it got, and what the plugin must answer. */
-    private record Step(String label, EndAnswer answer, EndAnswer withPlugin) {
+    private record Step(String label, EndAnswer answer, EndAnswer withPlugin, TransactionOutcome outcome) {
+
+        Step(String label, EndAnswer answer, EndAnswer withPlugin) {
+            this(label, answer, withPlugin, null);
+        }
     }
 
     private static int run(String[] args) throws Exception {
@@ -83,9 +89,13 @@ public final class IdempotentCommitDemo {
             say("   the committed message exactly once, the timed-out one never: as expected");
         }
         say("");
+        long stockRetries = stockSteps.stream().filter(step -> step.answer() != null).count();
         long stockNotFound = stockSteps.stream().filter(step -> step.answer() == EndAnswer.NOT_FOUND).count();
+        long stockUnknown = stockSteps.stream().filter(step -> step.outcome() == TransactionOutcome.UNKNOWN).count();
         say(failures == 0 ? "With the plugin, every retry got the transaction's real outcome; stock Pulsar answered"
-                + " TransactionNotFound to " + stockNotFound + " of the " + stockSteps.size() + "."
+                + " TransactionNotFound to " + stockNotFound + " of the " + stockRetries + ", and the helper could"
+                + " tell stock's outcome for " + (stockSteps.size() - stockRetries - stockUnknown) + " of "
+                + (stockSteps.size() - stockRetries) + "."
                 : failures + " answer(s) with the plugin were not the real outcome.");
         if (keepRunning) {
             say("Broker keeps running at " + pulsar.serviceUrl() + "; Ctrl-C stops it.");
@@ -142,6 +152,13 @@ public final class IdempotentCommitDemo {
             answers.step("   retry commit of the committed one", retries.commit(committedId), EndAnswer.SUCCESS);
             answers.step("   abort of the committed one", retries.abort(committedId), EndAnswer.REFUSED_AS_COMMITTED);
             answers.step("   commit of the timed-out one", retries.commit(timedOutId), EndAnswer.REFUSED_AS_ABORTED);
+
+            answers.section("5. The same questions through the client helper (pulsar-txn-preserver-client), one call each");
+            TransactionEnds ends = TransactionEnds.of(client);
+            answers.outcome("   TransactionEnds.commit(committed one)", ends.commit(committedId).get(),
+                    TransactionOutcome.COMMITTED);
+            answers.outcome("   TransactionEnds.commit(timed-out one)", ends.commit(timedOutId).get(),
+                    TransactionOutcome.ABORTED);
             return drain(consumer);
         }
     }
@@ -188,9 +205,27 @@ public final class IdempotentCommitDemo {
             say(label + " -> stock: " + describe(stock.answer()) + "   with plugin: " + describe(answer)
                     + " (" + verdict + ")" + detail);
         }
+
+        /** An answer of the client helper, beside stock's. */
+        void outcome(String label, TransactionOutcome outcome, TransactionOutcome expected) {
+            steps.add(new Step(label, null, null, outcome));
+            if (!plugin) {
+                say("   stock: " + label.strip() + " -> " + outcome);
+                return;
+            }
+            TransactionOutcome stock = stockSteps.get(steps.size() - 1).outcome();
+            String verdict = outcome == expected ? "as expected" : "UNEXPECTED, wanted " + expected;
+            if (outcome != expected) {
+                failures++;
+            }
+            say(label + " -> stock: " + stock + "   with plugin: " + outcome + " (" + verdict + ")");
+        }
     }
 
     private static String describe(EndAnswer answer) {
+        if (answer == null) {
+            return "-";
+        }
         return switch (answer) {
             case SUCCESS -> "success";
             case REFUSED_AS_COMMITTED -> "refused: the transaction was committed";
