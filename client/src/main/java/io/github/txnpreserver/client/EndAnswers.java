@@ -16,6 +16,11 @@ import org.apache.pulsar.client.api.transaction.TransactionCoordinatorClientExce
  */
 final class EndAnswers {
 
+    /** How far down a chain of causes an answer is looked for (a cycle must not loop). */
+    private static final int MAX_CAUSES = 16;
+    /** The broker's refusal of an end by a role that neither owns the transaction nor is a super user. */
+    static final String NOT_THE_OWNER = "is neither the owner of the transaction";
+
     private EndAnswers() {
     }
 
@@ -40,18 +45,19 @@ final class EndAnswers {
         if (failureOrNull == null) {
             return new Outcome(requested);
         }
-        for (Throwable cause = failureOrNull; cause != null; cause = cause.getCause()) {
+        Throwable cause = failureOrNull;
+        for (int depth = 0; cause != null && depth < MAX_CAUSES; depth++, cause = cause.getCause()) {
             if (cause instanceof TransactionCoordinatorClientException.TransactionNotFoundException) {
-                return new Outcome(TransactionOutcome.UNKNOWN);
+                // The broker answers "not found" to a role that does not own the transaction
+                // too: that is an authorization problem, which no retry changes.
+                return String.valueOf(cause.getMessage()).contains(NOT_THE_OWNER) ? new Fail(failureOrNull)
+                        : new Outcome(TransactionOutcome.UNKNOWN);
             }
             if (cause instanceof TransactionCoordinatorClientException.InvalidTxnStatusException) {
                 return readRefusal(cause);
             }
             if (isPermanent(cause)) {
                 return new Fail(failureOrNull);
-            }
-            if (cause.getCause() == cause) {
-                break;
             }
         }
         return new Retry(failureOrNull);
@@ -74,8 +80,14 @@ final class EndAnswers {
         return new Fail(refusal);
     }
 
+    /**
+     * Errors that sending again cannot change. Through the coordinator client most failures
+     * to reach a broker (authentication among them) arrive as timeouts and are retried
+     * within the policy; these are the ones that arrive as such.
+     */
     private static boolean isPermanent(Throwable error) {
-        return error instanceof PulsarClientException.AuthenticationException
+        return error instanceof TransactionCoordinatorClientException.MetaStoreHandlerNotExistsException
+                || error instanceof PulsarClientException.AuthenticationException
                 || error instanceof PulsarClientException.AuthorizationException
                 || error instanceof PulsarClientException.NotAllowedException
                 || error instanceof PulsarClientException.InvalidServiceURL

@@ -94,7 +94,8 @@ public final class TransactionEnds {
         } catch (RuntimeException e) {
             sent = CompletableFuture.failedFuture(e);
         }
-        sent.whenComplete((ignored, error) -> answered(attempt, previousBackoff, error));
+        sent.orTimeout(policy.attemptTimeout().toNanos(), TimeUnit.NANOSECONDS)
+                .whenComplete((ignored, error) -> answered(attempt, previousBackoff, error));
     }
 
     private void answered(Attempt attempt, Duration previousBackoff, Throwable error) {

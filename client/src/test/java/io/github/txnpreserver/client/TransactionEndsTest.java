@@ -22,7 +22,7 @@ class TransactionEndsTest {
 
     private static final TxnID TXN = new TxnID(1, 42);
     private static final EndRetryPolicy FAST = new EndRetryPolicy(Duration.ofMillis(1), Duration.ofMillis(4),
-            Duration.ofSeconds(30));
+            Duration.ofSeconds(30), Duration.ofSeconds(30));
 
     @Nested
     class AnAnswerNamesTheOutcome {
@@ -78,7 +78,7 @@ class TransactionEndsTest {
                     new PulsarClientException.TimeoutException("End [COMMIT] TXN (1,42) failed due to timeout"),
                     new TransactionCoordinatorClientException.CoordinatorNotFoundException("coordinator not found"),
                     new TransactionCoordinatorClientException.MetaStoreHandlerNotReadyException("not ready"),
-                    new PulsarClientException.BrokerPersistenceException("Outcome of (1,42) is not durable yet"),
+                    new TransactionCoordinatorClientException("Broker is not ready to serve"),
                     refusal("Expect Txn (1,42) to be in COMMITTING status but it is in OPEN status"),
                     null);
             TransactionEnds ends = new TransactionEnds(coordinator, coordinator, () -> false, FAST);
@@ -91,7 +91,8 @@ class TransactionEndsTest {
         void untilThePolicyGivesUp() {
             Scripted coordinator = Scripted.failingForever(new PulsarClientException.TimeoutException("timeout"));
             TransactionEnds ends = new TransactionEnds(coordinator, coordinator, () -> false,
-                    new EndRetryPolicy(Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(50)));
+                    new EndRetryPolicy(Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(50),
+                            Duration.ofSeconds(30)));
 
             assertThatThrownBy(() -> ends.abort(TXN).get(10, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class)
@@ -99,6 +100,20 @@ class TransactionEndsTest {
                     .hasMessageContaining("Abort of (1,42) not answered within PT0.05S")
                     .hasCauseInstanceOf(PulsarClientException.TimeoutException.class);
             assertThat(coordinator.calls.get()).isGreaterThan(1);
+        }
+
+        @Test
+        void anAttemptThatIsNeverAnsweredCountsAsUnanswered() throws Exception {
+            // The client does not complete a request in flight when it closes.
+            AtomicInteger calls = new AtomicInteger();
+            Function<TxnID, CompletableFuture<Void>> coordinator = txnId -> calls.incrementAndGet() == 1
+                    ? new CompletableFuture<>() : CompletableFuture.completedFuture(null);
+            TransactionEnds ends = new TransactionEnds(coordinator, coordinator, () -> false,
+                    new EndRetryPolicy(Duration.ofMillis(1), Duration.ofMillis(4), Duration.ofSeconds(30),
+                            Duration.ofMillis(20)));
+
+            assertThat(ends.commit(TXN).get(10, TimeUnit.SECONDS)).isEqualTo(TransactionOutcome.COMMITTED);
+            assertThat(calls.get()).isEqualTo(2);
         }
 
         @Test
@@ -119,6 +134,9 @@ class TransactionEndsTest {
                     new PulsarClientException.AuthorizationException("not allowed"),
                     new PulsarClientException.NotAllowedException("not allowed"),
                     new PulsarClientException.AlreadyClosedException("closed"),
+                    new TransactionCoordinatorClientException.MetaStoreHandlerNotExistsException(7L),
+                    new TransactionCoordinatorClientException.TransactionNotFoundException("The role alice is neither"
+                            + " the owner of the transaction (1,42) nor a super user"),
                     refusal("Expect Txn (1,42) to be in OPEN status but it is in UNKNOWN status")}) {
                 Scripted coordinator = Scripted.failingForever(permanent);
                 TransactionEnds ends = new TransactionEnds(coordinator, coordinator, () -> false, FAST);
@@ -140,10 +158,13 @@ class TransactionEndsTest {
 
     @Test
     void aPolicyWithoutABackoffIsRefused() {
-        assertThatThrownBy(() -> new EndRetryPolicy(Duration.ZERO, Duration.ofSeconds(1), Duration.ofSeconds(1)))
+        Duration second = Duration.ofSeconds(1);
+        assertThatThrownBy(() -> new EndRetryPolicy(Duration.ZERO, second, second, second))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("firstBackoff");
-        assertThatThrownBy(() -> new EndRetryPolicy(Duration.ofSeconds(2), Duration.ofSeconds(1), Duration.ofSeconds(1)))
+        assertThatThrownBy(() -> new EndRetryPolicy(Duration.ofSeconds(2), second, second, second))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBackoff");
+        assertThatThrownBy(() -> new EndRetryPolicy(second, second, second, Duration.ZERO))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("attemptTimeout");
     }
 
     private static TransactionOutcome commitAnswering(Throwable answer) throws Exception {

@@ -56,6 +56,10 @@ class FlinkPulsarSinkIT {
      * transaction). Flink's default is 3 h; the tests use 15 s.
      */
     private static final Duration DANGLING_TRANSACTION_TIMEOUT = Duration.ofSeconds(15);
+    /** What PulsarCommitter logs for a first commit answered TransactionNotFound (then drops it). */
+    private static final String COMMITTER_NOT_FOUND = "because it's not found on Pulsar broker";
+    /** What PulsarCommitter logs for InvalidTxnStatus (then takes it as committed). */
+    private static final String COMMITTER_INVALID_STATE = "because it's in an invalid state";
 
     @BeforeAll
     static void runsWithTheConnectorsClient() {
@@ -68,12 +72,15 @@ class FlinkPulsarSinkIT {
             String topic = "persistent://public/default/flink-restore-" + System.nanoTime();
             FailOnceAfterACommit.reset();
 
+            long logStart = logLength();
             runJob(pulsar, topic, DANGLING_TRANSACTION_TIMEOUT, Fault.FAIL_AFTER_A_COMMIT);
 
             assertThat(FailOnceAfterACommit.FAILED.get()).as("the job failed once after a committed checkpoint")
                     .isTrue();
             assertThat(awaitAll(pulsar, topic)).as("every record exactly once").hasSize(RECORDS)
                     .containsExactlyInAnyOrderElementsOf(expected());
+            assertThat(logSince(logStart)).as("Flink's committer")
+                    .doesNotContain(COMMITTER_NOT_FOUND).doesNotContain(COMMITTER_INVALID_STATE);
             // The restored checkpoint's transactions were committed again: the coordinator
             // answered those retries success from their kept outcomes (stock: TransactionNotFound).
             assertThat(metric(pulsar, "pulsar_txn_preserver_retries_answered_total", "outcome=\"committed\""))
@@ -88,11 +95,14 @@ class FlinkPulsarSinkIT {
             String topic = "persistent://public/default/flink-restore-stock-" + System.nanoTime();
             FailOnceAfterACommit.reset();
 
+            long logStart = logLength();
             runJob(pulsar, topic, DANGLING_TRANSACTION_TIMEOUT, Fault.FAIL_AFTER_A_COMMIT);
 
             assertThat(FailOnceAfterACommit.FAILED.get()).isTrue();
             // Flink drops the committable as a known failure; its data was committed the first time.
             assertThat(awaitAll(pulsar, topic)).hasSize(RECORDS).containsExactlyInAnyOrderElementsOf(expected());
+            assertThat(logSince(logStart)).as("Flink's committer, told TransactionNotFound")
+                    .contains(COMMITTER_NOT_FOUND);
         }
     }
 
@@ -102,13 +112,19 @@ class FlinkPulsarSinkIT {
             String topic = "persistent://public/default/flink-timeout-" + System.nanoTime();
             FailOnceAfterACommit.reset();
 
-            // Transactions time out after 3 s; the first checkpoint with records takes 5 s to
-            // snapshot, after the sink has handed its transaction to the committer: the
-            // coordinator aborts that transaction before Flink commits it.
-            runJob(pulsar, topic, Duration.ofSeconds(3), Fault.SLOW_FIRST_SNAPSHOT);
+            // Transactions time out after 5 s (each lives about 2 s, one checkpoint interval);
+            // the first checkpoint with records takes 8 s to snapshot, after the sink has
+            // handed its transaction to the committer: the coordinator aborts that
+            // transaction before Flink commits it.
+            long logStart = logLength();
+            runJob(pulsar, topic, Duration.ofSeconds(5), Fault.SLOW_FIRST_SNAPSHOT);
 
+            assertThat(FailOnceAfterACommit.RESTORED.get()).as("the job ran once, without a restore").isFalse();
             List<String> read = readAll(pulsar, topic);
             assertThat(read).as("records of the timed-out transactions").hasSizeLessThan(RECORDS);
+            // Flink was told the truth, and took it for "already committed".
+            assertThat(logSince(logStart)).contains(COMMITTER_INVALID_STATE)
+                    .contains("but it is in ABORTING status");
             assertThat(metric(pulsar, "pulsar_txn_timeout_total", "")).as("the coordinator's timeout-aborts")
                     .isGreaterThanOrEqualTo(1);
             System.out.printf("timed-out transactions: the job finished, %d of %d records landed%n", read.size(),
@@ -122,7 +138,10 @@ class FlinkPulsarSinkIT {
             throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(1);
-        env.enableCheckpointing(1000);
+        // 2 s between checkpoints: the failure, 0.5 s after a checkpoint's completion was
+        // notified (and its transactions committed), comes before the next one completes, so
+        // the restore is from that checkpoint.
+        env.enableCheckpointing(2000);
         env.setRestartStrategy(RestartStrategies.fixedDelayRestart(3, Time.seconds(1)));
         PulsarSink<String> sink = PulsarSink.builder()
                 .setServiceUrl(pulsar.serviceUrl())
@@ -150,7 +169,7 @@ class FlinkPulsarSinkIT {
     }
 
     /**
-     * Fails the job once, 1.5 s after the first checkpoint that holds records completed: by
+     * Fails the job once, 0.5 s after the first checkpoint that holds records completed: by
      * then the sink's committer has committed that checkpoint's transactions (it commits on the
      * same notification). Flink restores that checkpoint, whose state still lists them, and
      * commits them again. Static state: the operator is created anew at the restore.
@@ -159,6 +178,7 @@ class FlinkPulsarSinkIT {
             CheckpointedFunction {
         static final AtomicBoolean FAILED = new AtomicBoolean();
         static final AtomicBoolean SLOWED = new AtomicBoolean();
+        static final AtomicBoolean RESTORED = new AtomicBoolean();
         static final AtomicLong COMPLETED_AT = new AtomicLong();
         static final AtomicLong SEEN = new AtomicLong();
         private final Fault fault;
@@ -170,6 +190,7 @@ class FlinkPulsarSinkIT {
         static void reset() {
             FAILED.set(false);
             SLOWED.set(false);
+            RESTORED.set(false);
             COMPLETED_AT.set(0);
             SEEN.set(0);
         }
@@ -181,19 +202,22 @@ class FlinkPulsarSinkIT {
         @Override
         public void snapshotState(FunctionSnapshotContext context) throws InterruptedException {
             if (fault == Fault.SLOW_FIRST_SNAPSHOT && SEEN.get() > 0 && SLOWED.compareAndSet(false, true)) {
-                Thread.sleep(5_000);
+                Thread.sleep(8_000);
             }
         }
 
         @Override
         public void initializeState(FunctionInitializationContext context) {
+            if (context.isRestored()) {
+                RESTORED.set(true);
+            }
         }
 
         @Override
         public String map(Long value) {
             SEEN.incrementAndGet();
             long completedAt = COMPLETED_AT.get();
-            if (fault == Fault.FAIL_AFTER_A_COMMIT && completedAt > 0 && System.currentTimeMillis() > completedAt + 1500
+            if (fault == Fault.FAIL_AFTER_A_COMMIT && completedAt > 0 && System.currentTimeMillis() > completedAt + 500
                     && FAILED.compareAndSet(false, true)) {
                 throw new IllegalStateException("injected failure after a committed checkpoint");
             }
@@ -214,6 +238,18 @@ class FlinkPulsarSinkIT {
             values.add(Integer.toString(i));
         }
         return values;
+    }
+
+    private static long logLength() throws java.io.IOException {
+        java.nio.file.Path log = java.nio.file.Path.of(System.getProperty("txnpreserver.flink.log"));
+        return java.nio.file.Files.exists(log) ? java.nio.file.Files.size(log) : 0;
+    }
+
+    /** The test JVM's log lines written since {@code offset} (all of them go to one file). */
+    private static String logSince(long offset) throws java.io.IOException {
+        byte[] all = java.nio.file.Files.readAllBytes(java.nio.file.Path.of(System.getProperty("txnpreserver.flink.log")));
+        return new String(all, (int) Math.min(offset, all.length), all.length - (int) Math.min(offset, all.length),
+                java.nio.charset.StandardCharsets.UTF_8);
     }
 
     /** What a consumer reads once the failed attempt's transaction has timed out (at most a minute on). */

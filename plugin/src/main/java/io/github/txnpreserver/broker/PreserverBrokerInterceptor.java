@@ -15,6 +15,7 @@ import org.apache.pulsar.broker.PulsarServerException;
 import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.intercept.BrokerInterceptor;
 import org.apache.pulsar.broker.service.ServerCnx;
+import org.apache.pulsar.client.api.AuthenticationFactory;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.impl.PulsarClientImpl;
@@ -61,6 +62,7 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
     private PulsarService pulsar;
     /** The state topics' own client, on the broker's shared threads and timer; created at the first open. */
     private PulsarClient stateTopicClient;
+    private boolean closed;
 
     @Override
     public void initialize(PulsarService pulsar) throws Exception {
@@ -123,11 +125,25 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
      * connection, not a thread.
      */
     private synchronized PulsarClient stateTopicClient() throws PulsarServerException, PulsarClientException {
+        if (closed) {
+            throw new PulsarClientException.AlreadyClosedException("the transaction outcome preserver is closed");
+        }
         if (stateTopicClient == null) {
             ClientConfigurationData conf = ((PulsarClientImpl) pulsar.getClient()).getConfiguration().clone();
             conf.setMaxBackoffIntervalNanos(STATE_TOPIC_MAX_RECONNECT_BACKOFF.toNanos());
             conf.setInitialBackoffIntervalNanos(Math.min(conf.getInitialBackoffIntervalNanos(),
                     TimeUnit.MILLISECONDS.toNanos(100)));
+            // The copy is shallow: a client starts its authentication and closes it when it
+            // closes (an OAuth2 flow holds an HTTP client), so this one gets its own, made as
+            // the broker makes its client's.
+            String authPlugin = pulsar.getConfiguration().getBrokerClientAuthenticationPlugin();
+            if (authPlugin != null && !authPlugin.isBlank()) {
+                conf.setAuthPluginClassName(authPlugin);
+                conf.setAuthParams(pulsar.getConfiguration().getBrokerClientAuthenticationParameters());
+                conf.setAuthParamMap(null);
+                conf.setAuthentication(AuthenticationFactory.create(authPlugin,
+                        pulsar.getConfiguration().getBrokerClientAuthenticationParameters()));
+            }
             stateTopicClient = pulsar.createClientImpl(conf);
         }
         return stateTopicClient;
@@ -165,6 +181,7 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
         }
         PulsarClient client;
         synchronized (this) {
+            closed = true;
             client = stateTopicClient;
             stateTopicClient = null;
         }
