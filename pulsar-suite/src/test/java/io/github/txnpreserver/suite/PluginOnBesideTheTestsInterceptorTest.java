@@ -1,0 +1,29 @@
+package io.github.txnpreserver.suite;
+
+import org.apache.pulsar.broker.transaction.TransactionTestBase;
+import org.testng.annotations.AfterClass;
+import org.testng.annotations.BeforeClass;
+import org.testng.annotations.Test;
+
+/**
+ * The brokers of {@code TransactionTestBase} get an interceptor object from the test, so the
+ * broker loads no configured interceptor: the suite loads the plugin's archive beside it.
+ * Three brokers, so that coordinators are spread over them as in the assignment tests.
+ */
+@Test(groups = "broker")
+public class PluginOnBesideTheTestsInterceptorTest extends TransactionTestBase {
+
+    @BeforeClass(alwaysRun = true)
+    protected void setup() throws Exception {
+        setUpBase(3, 4, null, 0);
+    }
+
+    @AfterClass(alwaysRun = true)
+    protected void cleanup() {
+        internalCleanup();
+    }
+
+    public void aRetriedCommitIsAnsweredAsConfigured() throws Exception {
+        RetriedCommit.assertAnsweredAsConfigured(pulsarClient, pulsarServiceList);
+    }
+}
