@@ -26,7 +26,7 @@ public class KnownDifferences implements IMethodInterceptor {
 
     @Override
     public List<IMethodInstance> intercept(List<IMethodInstance> methods, ITestContext context) {
-        if (Boolean.getBoolean("txnpreserver.suite.stock")) {
+        if (PluginSwitch.stockBrokers()) {
             return methods;
         }
         return methods.stream().filter(method -> {

@@ -57,7 +57,7 @@ public class PluginSwitch implements IExecutionListener {
 
     @Override
     public void onExecutionStart() {
-        if (Boolean.getBoolean("txnpreserver.suite.stock")) {
+        if (stockBrokers()) {
             System.out.println("[pulsar-suite] stock brokers: the plugin is not switched on");
             return;
         }
@@ -77,6 +77,11 @@ public class PluginSwitch implements IExecutionListener {
                         .advice(named("newBrokerInterceptor"), OnNewBrokerInterceptor.class.getName()))
                 .installOn(instrumentation);
         System.out.println("[pulsar-suite] every broker switched onto the plugin with " + overlay);
+    }
+
+    /** Whether this run keeps the brokers stock ({@code -Dtxnpreserver.suite.stock=true}), to compare. */
+    static boolean stockBrokers() {
+        return Boolean.getBoolean("txnpreserver.suite.stock");
     }
 
     /** The plugin jar, copied where a broker loads interceptors from, as install.sh does. */

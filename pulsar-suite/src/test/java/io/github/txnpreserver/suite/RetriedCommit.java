@@ -32,7 +32,7 @@ final class RetriedCommit {
         txn.commit().get();
         TxnID txnId = txn.getTxnID();
         var coordinators = ((PulsarClientImpl) client).getTcClient();
-        if (Boolean.getBoolean("txnpreserver.suite.stock")) {
+        if (PluginSwitch.stockBrokers()) {
             ExecutionException refused = expectThrows(ExecutionException.class,
                     () -> coordinators.commitAsync(txnId).get());
             assertTrue(refused.getCause() instanceof TransactionCoordinatorClientException.TransactionNotFoundException,
