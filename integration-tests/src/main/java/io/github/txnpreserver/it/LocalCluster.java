@@ -147,6 +147,11 @@ public final class LocalCluster implements AutoCloseable {
             return "http://127.0.0.1:" + webPort;
         }
 
+        /** The broker's id, as the load manager names it (an unload's destination). */
+        public String brokerId() {
+            return "127.0.0.1:" + webPort;
+        }
+
         public Path logFile() {
             return process.logFile();
         }

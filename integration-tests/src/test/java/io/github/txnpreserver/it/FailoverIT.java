@@ -219,7 +219,10 @@ class FailoverIT {
         return longest / 1e9;
     }
 
-    /** Unloads the state topic's bundle until it lands on {@code target}, splitting it off the coordinator's first. */
+    /**
+     * Unloads the state topic's bundle to {@code target}, splitting it off the coordinator's first. The unload
+     * names its destination: left to the load manager, a bundle can land on the same broker every time.
+     */
     private static void moveStateTopicTo(LocalCluster cluster, LocalCluster.Broker coordinatorOwner,
                                          LocalCluster.Broker target) throws Exception {
         String stateTopic = "persistent://pulsar/system/__terminated_txn_state_0";
@@ -239,7 +242,8 @@ class FailoverIT {
             while (cluster.brokerAt(admin.lookups().lookupTopic(stateTopic)) != target) {
                 assertThat(Instant.now()).as("the state topic moved to " + target).isBefore(deadline);
                 try {
-                    admin.namespaces().unloadNamespaceBundle("pulsar/system", admin.lookups().getBundleRange(stateTopic));
+                    admin.namespaces().unloadNamespaceBundle("pulsar/system", admin.lookups().getBundleRange(stateTopic),
+                            target.brokerId());
                 } catch (Exception e) {
                     // just being loaded somewhere: the next round unloads it
                 }
