@@ -15,6 +15,7 @@ import org.apache.pulsar.broker.PulsarServerException;
 import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.intercept.BrokerInterceptor;
 import org.apache.pulsar.broker.service.ServerCnx;
+import org.apache.pulsar.broker.service.TopicPoliciesService;
 import org.apache.pulsar.client.api.AuthenticationFactory;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
@@ -113,7 +114,8 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
         try {
             return PulsarStateTopic.open(stateTopicClient(), pulsar.getAdminClient(), coordinatorId,
                     STATE_TOPIC_SEND_TIMEOUT, () -> pulsar.getNamespaceService().checkTopicOwnership(
-                            SystemTopicNames.TRANSACTION_COORDINATOR_ASSIGN.getPartition((int) coordinatorId)));
+                            SystemTopicNames.TRANSACTION_COORDINATOR_ASSIGN.getPartition((int) coordinatorId)),
+                    pulsar.getTopicPoliciesService() != TopicPoliciesService.DISABLED);
         } catch (PulsarServerException | PulsarClientException e) {
             return CompletableFuture.failedFuture(e);
         }

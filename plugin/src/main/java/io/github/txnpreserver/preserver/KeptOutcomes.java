@@ -416,6 +416,11 @@ public final class KeptOutcomes {
         return blockOutcomes + floorOnly;
     }
 
+    /** Keys of the state topic's compacted view: one per block in memory or still holding floor entries. */
+    public synchronized long keyCount() {
+        return blocks.size() + floorOnlyBlocks.size();
+    }
+
     /** Clients (owner roles, and the one without owner) with floor entries. */
     public synchronized int clients() {
         return floor.clients();

@@ -81,6 +81,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private final AtomicBoolean flushScheduled = new AtomicBoolean();
     private final RateLimitedLog writeFailures = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     private final RateLimitedLog memoryEvictions = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+    /** On the executor only. */
+    private final CompactionPacing compactionPacing = new CompactionPacing();
+    private final RateLimitedLog compactionThresholdFailures =
+            new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     /** Written on the executor only; read by {@link #requestFlush} so that a flush in flight is not woken for. */
     private volatile boolean flushInFlight;
     /** On the executor only: the writer is being replaced, no flush starts meanwhile. */
@@ -152,10 +156,14 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         return !restored.isDone();
     }
 
-    /** Starts the periodic expiry and the periodic check that the state topic was not created again. */
+    /**
+     * Starts the periodic expiry, the periodic check that the state topic was not created
+     * again, and the pacing of its compaction.
+     */
     public void start() {
         scheduleWithFixedDelay(this::expire, config.expireCheckInterval());
         scheduleWithFixedDelay(this::checkTopicCreatedAgain, TOPIC_CHECK_INTERVAL);
+        scheduleWithFixedDelay(this::paceCompaction, CompactionPacing.CHECK_INTERVAL);
     }
 
     /**
@@ -297,8 +305,58 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         });
     }
 
+    /**
+     * Sets the state topic's compaction threshold to the size of its compacted view (see
+     * {@link CompactionPacing}), when that has doubled or halved. Runs on the executor.
+     */
+    void paceCompaction() {
+        if (closed || releasing || isRestoring()) {
+            return;
+        }
+        CompactionPacing.Request request = compactionPacing.nextRequest(kept.keyCount());
+        if (request == null) {
+            return;
+        }
+        CompletableFuture<Boolean> answer;
+        try {
+            answer = stateTopic.setCompactionThreshold(request.bytes());
+        } catch (RuntimeException e) {
+            answer = CompletableFuture.failedFuture(e);
+        }
+        answer.whenComplete((set, error) -> runOnExecutor(() -> compactionThresholdAnswered(request, set, error)));
+    }
+
+    private void compactionThresholdAnswered(CompactionPacing.Request request, Boolean set, Throwable error) {
+        if (error != null) {
+            if (compactionPacing.failed(request)) {
+                compactionThresholdFailures.occurred(1, count -> log.warn("Coordinator {}: could not set the"
+                        + " compaction threshold of state topic {} ({} times in the last {} s; last: {}); asked"
+                        + " again later, the broker compacts it every minute meanwhile", coordinatorId,
+                        stateTopic, count, REPORT_INTERVAL_SECONDS, error.toString()));
+            }
+        } else if (set) {
+            if (compactionPacing.applied(request)) {
+                log.info("Coordinator {}: state topic {} is compacted once {} MiB of new records have accumulated"
+                        + " (its compacted view: about {} KiB in {} records)", coordinatorId, stateTopic,
+                        request.bytes() >> 20, compactionPacing.estimatedViewBytes(kept.keyCount()) >> 10,
+                        kept.keyCount());
+            }
+        } else if (compactionPacing.unsupported(request)) {
+            log.warn("Coordinator {}: state topic {} takes no compaction threshold (topic-level policies are off:"
+                    + " topicLevelPoliciesEnabled or systemTopicEnabled is false), so the broker compacts it every"
+                    + " brokerServiceCompactionMonitorIntervalInSeconds it has new records, each time reading and"
+                    + " rewriting every kept block", coordinatorId, stateTopic);
+        }
+    }
+
+    /** The compaction threshold set on the state topic, or -1 if none was set. */
+    public long compactionThreshold() {
+        return compactionPacing.applied();
+    }
+
     /** The state topic was created again and has lost its records: every kept block is written into it. */
     private void rewriteEveryBlock() {
+        compactionPacing.reset();
         int blocks = kept.markAllDirty();
         log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
                 coordinatorId, stateTopic, blocks);
@@ -413,8 +471,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             String key = StateRecordCodec.blockKey(write.blockIndex());
             CompletableFuture<Void> send;
             try {
-                send = write.recordOrNull() == null ? stateTopic.delete(key)
-                        : stateTopic.write(key, StateRecordCodec.encodeBlock(write.recordOrNull()));
+                if (write.recordOrNull() == null) {
+                    send = stateTopic.delete(key);
+                } else {
+                    byte[] record = StateRecordCodec.encodeBlock(write.recordOrNull());
+                    compactionPacing.recordSeen(record.length);
+                    send = stateTopic.write(key, record);
+                }
             } catch (RuntimeException e) {
                 // Handled as a failed send: the block is put back and written again.
                 send = CompletableFuture.failedFuture(e);
@@ -649,6 +712,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         long startNanos = System.nanoTime();
         RestoredOutcomes read = new RestoredOutcomes();
         long[] records = new long[1];
+        /* Block records read, and their bytes: the mean size of a record, for the compaction's pacing. */
+        long[] blockRecords = new long[2];
         ExecutorService reader = Executors.newSingleThreadExecutor(runnable -> {
             Thread thread = new Thread(runnable, "txn-preserver-restore-" + coordinatorId);
             thread.setDaemon(true);
@@ -656,11 +721,15 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         });
         stateTopic.readToEnd((key, value) -> {
             records[0]++;
+            if (value != null && key != null && StateRecordCodec.isBlockKey(key)) {
+                blockRecords[0]++;
+                blockRecords[1] += value.length;
+            }
             collect(read, key, value);
         }, reader).whenComplete((ignored, error) -> {
             reader.shutdown();
             if (error == null) {
-                runOnExecutor(() -> finishRestore(read, records[0], startNanos));
+                runOnExecutor(() -> finishRestore(read, records[0], blockRecords, startNanos));
                 return;
             }
             if (closed) {
@@ -687,7 +756,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         });
     }
 
-    private void finishRestore(RestoredOutcomes read, long records, long startNanos) {
+    private void finishRestore(RestoredOutcomes read, long records, long[] blockRecords, long startNanos) {
         if (closed) {
             return;
         }
@@ -703,6 +772,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         kept.expire(clock.millis());
         requestFlush();
         budget.reclaim();
+        compactionPacing.recordsRead(blockRecords[0], blockRecords[1]);
         if (!legacyKeys.isEmpty()) {
             // Copied first, deleted after: a crash in between leaves both, and the next
             // restore reads the same outcomes from either.
@@ -713,6 +783,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 + " ({} malformed records skipped, {} outcomes of earlier formats moved into {} blocks)",
                 coordinatorId, kept.size(), records, stats.restoreMillis, stats.malformedRecords.sum(),
                 legacyKeys.size(), migrated.size());
+        paceCompaction();
     }
 
     private CompletableFuture<Void> awaitDurableEventually(long blockIndex, long generation) {

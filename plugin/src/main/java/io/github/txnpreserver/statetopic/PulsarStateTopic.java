@@ -75,15 +75,17 @@ public final class PulsarStateTopic implements StateTopic {
     /** The topic's fencing epoch once this writer had opened it: another one means another writer fenced it. */
     private volatile String ownEpoch;
     private volatile boolean closed;
+    private final boolean topicPoliciesOn;
 
     private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
-                             Supplier<CompletableFuture<Boolean>> stillOwned) {
+                             Supplier<CompletableFuture<Boolean>> stillOwned, boolean topicPoliciesOn) {
         this.client = client;
         this.admin = admin;
         this.coordinatorId = coordinatorId;
         this.topic = topicName(coordinatorId);
         this.sendTimeout = sendTimeout;
         this.stillOwned = stillOwned;
+        this.topicPoliciesOn = topicPoliciesOn;
     }
 
     public static String topicName(long coordinatorId) {
@@ -96,11 +98,15 @@ public final class PulsarStateTopic implements StateTopic {
      *
      * @param stillOwned whether this broker still owns the coordinator, asked before a lost
      *     writer is replaced (a new owner fences the old one's writer on purpose)
+     * @param topicPoliciesOn whether the broker keeps topic-level policies (else it takes no
+     *     compaction threshold for the topic, and is not asked)
      */
     public static CompletableFuture<StateTopic> open(PulsarClient client, PulsarAdmin admin, long coordinatorId,
                                                      Duration sendTimeout,
-                                                     Supplier<CompletableFuture<Boolean>> stillOwned) {
-        PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned);
+                                                     Supplier<CompletableFuture<Boolean>> stillOwned,
+                                                     boolean topicPoliciesOn) {
+        PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned,
+                topicPoliciesOn);
         return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.newProducer())
                 .thenCompose(stateTopic::adopt)
@@ -294,6 +300,21 @@ public final class PulsarStateTopic implements StateTopic {
             }
             return markTopic().thenApply(marked -> true);
         });
+    }
+
+    /**
+     * A topic policy, kept by the broker in the namespace's {@code __change_events} topic:
+     * it outlives this writer, and the coordinator's next owner sets it again.
+     */
+    @Override
+    public CompletableFuture<Boolean> setCompactionThreshold(long bytes) {
+        if (!topicPoliciesOn) {
+            return CompletableFuture.completedFuture(false);
+        }
+        return admin.topicPolicies().setCompactionThresholdAsync(topic, bytes).thenApply(done -> true)
+                .exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)
+                        instanceof PulsarAdminException.NotAllowedException
+                        ? CompletableFuture.completedFuture(false) : CompletableFuture.failedFuture(error));
     }
 
     /** Sets the writer's property on the topic (after the producer exists, so the topic is loaded here). */

@@ -34,6 +34,17 @@ public interface StateTopic {
 
     CompletableFuture<Void> closeAsync();
 
+    /**
+     * Asks the broker to compact the topic only once this many bytes of new records have
+     * accumulated since the last compaction.
+     *
+     * @return true once set; false if the broker takes no such setting for this topic (its
+     *     topic-level policies are off); fails if it could not be set now
+     */
+    default CompletableFuture<Boolean> setCompactionThreshold(long bytes) {
+        return CompletableFuture.completedFuture(false);
+    }
+
     /** What a failed write says about the writer. */
     default WriteFailure classify(Throwable writeError) {
         return WriteFailure.TRANSIENT;

@@ -283,6 +283,109 @@ class TransactionMetadataPreserverTest {
     }
 
     @Nested
+    @DisplayName("pacing the state topic's compaction")
+    class CompactionPacingOfTheStateTopic {
+
+        private void pace(TransactionMetadataPreserver preserver) {
+            await(CompletableFuture.runAsync(preserver::paceCompaction, preserver.executor()));
+            settle(preserver);
+        }
+
+        @Test
+        void setsTheThresholdOnceRestoredAndAgainOnlyWhenItChanges() {
+            settle(preserver);
+            assertThat(topic.compactionThresholds()).containsExactly(CompactionPacing.MIN_THRESHOLD_BYTES);
+            assertThat(preserver.compactionThreshold()).isEqualTo(CompactionPacing.MIN_THRESHOLD_BYTES);
+            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+
+            pace(preserver);
+
+            assertThat(topic.compactionThresholds()).hasSize(1);
+        }
+
+        @Test
+        void asksAgainAtTheNextCheckAfterAFailure() {
+            topic.answerThresholdsWith((Boolean) null);
+            TransactionMetadataPreserver second = restored(newPreserver(2, 100));
+            settle(second);
+            assertThat(second.compactionThreshold()).isEqualTo(-1);
+
+            pace(second);
+
+            assertThat(second.compactionThreshold()).isEqualTo(CompactionPacing.MIN_THRESHOLD_BYTES);
+        }
+
+        @Test
+        void asksAgainWhenTheTopicWasCreatedAgainItsPoliciesGoneWithTheOldOne() {
+            settle(preserver);
+            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            topic.deleteTopicAndComeBackEmpty();
+
+            await(CompletableFuture.runAsync(preserver::checkTopicCreatedAgain, preserver.executor()));
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().equals(List.of("c0")));
+            pace(preserver);
+
+            assertThat(topic.compactionThresholds()).containsExactly(CompactionPacing.MIN_THRESHOLD_BYTES,
+                    CompactionPacing.MIN_THRESHOLD_BYTES);
+        }
+
+        @Test
+        void aRequestThatThrowsIsAskedAgainLater() {
+            AtomicInteger throwsLeft = new AtomicInteger(1);
+            TransactionMetadataPreserver second = restored(newPreserver(new StateTopic() {
+                @Override
+                public CompletableFuture<Boolean> setCompactionThreshold(long bytes) {
+                    if (throwsLeft.getAndDecrement() > 0) {
+                        throw new IllegalStateException("admin client thrown out");
+                    }
+                    return topic.setCompactionThreshold(bytes);
+                }
+
+                @Override
+                public CompletableFuture<Void> write(String key, byte[] value) {
+                    return topic.write(key, value);
+                }
+
+                @Override
+                public CompletableFuture<Void> delete(String key) {
+                    return topic.delete(key);
+                }
+
+                @Override
+                public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
+                    return topic.readToEnd(visitor, reader);
+                }
+
+                @Override
+                public CompletableFuture<Void> closeAsync() {
+                    return topic.closeAsync();
+                }
+            }));
+            settle(second);
+            assertThat(second.compactionThreshold()).isEqualTo(-1);
+
+            pace(second);
+
+            assertThat(second.compactionThreshold()).isEqualTo(CompactionPacing.MIN_THRESHOLD_BYTES);
+            await(second.preserve(txn(1), Outcome.COMMITTED, "alice"));
+        }
+
+        @Test
+        void stopsAskingWhenTheBrokerTakesNoTopicPolicies() {
+            topic.answerThresholdsWith(false);
+            TransactionMetadataPreserver second = restored(newPreserver(2, 100));
+            settle(second);
+            int asked = topic.compactionThresholds().size();
+
+            pace(second);
+
+            assertThat(topic.compactionThresholds()).hasSize(asked);
+            assertThat(second.compactionThreshold()).isEqualTo(-1);
+            await(second.preserve(txn(1), Outcome.COMMITTED, "alice"));
+        }
+    }
+
+    @Nested
     @DisplayName("expiry")
     class Expiry {
 

@@ -58,6 +58,8 @@ public final class InMemoryStateTopic implements StateTopic {
     private boolean ownedHere = true;
     private final AtomicInteger failingReopens = new AtomicInteger();
     private final AtomicInteger reopens = new AtomicInteger();
+    private final List<Long> compactionThresholds = new ArrayList<>();
+    private final java.util.LinkedList<Boolean> thresholdAnswers = new java.util.LinkedList<>();
 
     public InMemoryStateTopic(CallLog callLog) {
         this.callLog = callLog;
@@ -132,6 +134,24 @@ public final class InMemoryStateTopic implements StateTopic {
         boolean createdAgain = createdAgainUnseen;
         createdAgainUnseen = false;
         return CompletableFuture.completedFuture(createdAgain);
+    }
+
+    /** The compaction thresholds asked for, in order. */
+    public synchronized List<Long> compactionThresholds() {
+        return List.copyOf(compactionThresholds);
+    }
+
+    /** Answers the next threshold requests: null fails one, true sets it, false says topic policies are off. */
+    public synchronized void answerThresholdsWith(Boolean... answers) {
+        thresholdAnswers.addAll(java.util.Arrays.asList(answers));
+    }
+
+    @Override
+    public synchronized CompletableFuture<Boolean> setCompactionThreshold(long bytes) {
+        compactionThresholds.add(bytes);
+        Boolean answer = thresholdAnswers.isEmpty() ? Boolean.TRUE : thresholdAnswers.poll();
+        return answer == null ? CompletableFuture.failedFuture(new IllegalStateException("admin call failed"))
+                : CompletableFuture.completedFuture(answer);
     }
 
     /** Whether this broker still owns the coordinator, as {@link #reopen} asks. */
