@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Stock Pulsar 4.0.8 against the plugin, same distribution and machine, in one run.
-#   benchmarks/run.sh              full run (about 30 minutes on 2 cores)
+#   benchmarks/run.sh              full run (about 40 minutes on 2 cores)
 #   benchmarks/run.sh --quick      a short run to check the setup
 #   benchmarks/run.sh --rounds 3   more alternating rounds
+#   benchmarks/run.sh --thread-cpu [warm-up seconds]
+#                                  broker CPU per transaction by thread, stock against the plugin
 # The last line printed is: RESULT p50_ratio=... (see the Performance section of README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mvn -B -q -DskipTests package
 work="$PWD/benchmarks/target/runs"
 mkdir -p "$work"
+main=io.github.txnpreserver.bench.Benchmark
+if [[ "${1:-}" == "--thread-cpu" ]]; then
+    main=io.github.txnpreserver.bench.ThreadCpuProbe
+    shift
+fi
 exec java -Xms2g -Xmx2g -XX:+UseSerialGC \
     -Dpulsar.distribution.archive="$PWD/integration-tests/target/distribution/pulsar-server-distribution-4.0.8-bin.tar.gz" \
     -Dtxnpreserver.repo.root="$PWD" \
     -Dtxnpreserver.work.dir="$work" \
     -Dorg.slf4j.simpleLogger.defaultLogLevel=error \
     -cp "benchmarks/target/pulsar-txn-preserver-benchmarks-0.1.0-SNAPSHOT.jar:benchmarks/target/lib/*" \
-    io.github.txnpreserver.bench.Benchmark "$@"
+    "$main" "$@"
