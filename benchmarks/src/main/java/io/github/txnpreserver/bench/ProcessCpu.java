@@ -14,10 +14,26 @@ final class ProcessCpu {
     }
 
     static long micros(long pid) throws IOException {
-        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-        // The command name (field 2) may hold spaces; fields are counted after its closing parenthesis.
-        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+        return microsOfTicks(ticks(Files.readString(Path.of("/proc", Long.toString(pid), "stat"))));
+    }
+
+    /** User + system clock ticks of a {@code /proc/<pid>/stat} or {@code /proc/<pid>/task/<tid>/stat} line. */
+    static long ticks(String stat) {
+        String[] fields = fieldsAfterName(stat);
+        return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+    }
+
+    /** The command name (field 2) of a stat line; it may hold spaces. */
+    static String name(String stat) {
+        return stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    }
+
+    static long microsOfTicks(long ticks) {
         return ticks * 1_000_000 / TICKS_PER_SECOND;
+    }
+
+    // Fields are counted after the command name's closing parenthesis.
+    private static String[] fieldsAfterName(String stat) {
+        return stat.substring(stat.lastIndexOf(')') + 2).split(" ");
     }
 }

@@ -23,7 +23,6 @@ public final class ThreadCpuProbe {
 
     private static final int CLIENTS = 32;
     private static final Duration MEASURED = Duration.ofSeconds(60);
-    private static final double MICROS_PER_TICK = 1_000_000.0 / 100;
 
     private ThreadCpuProbe() {
     }
@@ -51,7 +50,7 @@ public final class ThreadCpuProbe {
                 after.forEach((name, ticks) -> deltas.add(Map.entry(name, ticks - before.getOrDefault(name, 0L))));
                 deltas.sort((a, b) -> Long.compare(b.getValue(), a.getValue()));
                 for (Map.Entry<String, Long> delta : deltas) {
-                    double micros = delta.getValue() * MICROS_PER_TICK / transactions;
+                    double micros = ProcessCpu.microsOfTicks(delta.getValue()) / transactions;
                     if (micros >= 1) {
                         System.out.printf("   %-16s %7.1f us per txn%n", delta.getKey(), micros);
                     }
@@ -65,15 +64,12 @@ public final class ThreadCpuProbe {
         Map<String, Long> ticks = new TreeMap<>();
         try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
             for (Path task : tasks) {
-                String stat;
                 try {
-                    stat = Files.readString(task.resolve("stat"));
+                    String stat = Files.readString(task.resolve("stat"));
+                    ticks.merge(ProcessCpu.name(stat).replaceAll("[0-9]+", "N"), ProcessCpu.ticks(stat), Long::sum);
                 } catch (IOException threadGone) {
-                    continue;
+                    // ended between the listing and the read
                 }
-                String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replaceAll("[0-9]+", "N");
-                String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                ticks.merge(name, Long.parseLong(fields[11]) + Long.parseLong(fields[12]), Long::sum);
             }
         }
         return ticks;

@@ -306,8 +306,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     }
 
     /**
-     * Sets the state topic's compaction threshold to the size of its compacted view (see
-     * {@link CompactionPacing}), when that has doubled or halved. Runs on the executor.
+     * Sets the state topic's compaction threshold to the size of its compacted view, when
+     * {@link CompactionPacing} says it no longer fits. Runs on the executor.
      */
     void paceCompaction() {
         if (closed || releasing || isRestoring()) {
@@ -350,7 +350,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     }
 
     /** The compaction threshold set on the state topic, or -1 if none was set. */
-    public long compactionThreshold() {
+    long compactionThreshold() {
         return compactionPacing.applied();
     }
 
