@@ -46,10 +46,10 @@ final class InProcessFigures {
                     now + i / 3);
             kept.ended(txnId);
             if ((i & 255) == 255) {
-                kept.drainDirty().forEach(kept::landed);
+                kept.drainDirty();
             }
         }
-        kept.drainDirty().forEach(kept::landed);
+        kept.drainDirty();
         long after = usedHeapAfterGc();
         if (kept.size() != outcomes) {
             throw new IllegalStateException("kept " + kept.size());
@@ -66,10 +66,10 @@ final class InProcessFigures {
             kept.decide(txnId, Outcome.COMMITTED, owners == 0 ? null : "role-" + (i % owners), now + i / 3);
             kept.ended(txnId);
             if ((i & 255) == 255) {
-                kept.drainDirty().forEach(kept::landed);
+                kept.drainDirty();
             }
         }
-        kept.drainDirty().forEach(kept::landed);
+        kept.drainDirty();
         return kept.bytes() / (double) outcomes;
     }
 

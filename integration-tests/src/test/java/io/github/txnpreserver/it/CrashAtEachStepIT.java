@@ -47,11 +47,11 @@ class CrashAtEachStepIT {
     @CsvSource({
             "AFTER_FINISHING_ENTRY, commit",
             "DURING_MARKERS, commit",
-            "AFTER_RECORD_BEFORE_TERMINAL_ENTRY, commit",
+            "AFTER_KEPT_BEFORE_TERMINAL_ENTRY, commit",
             "AFTER_TERMINAL_ENTRY, commit",
             "AFTER_FINISHING_ENTRY, abort",
             "DURING_MARKERS, abort",
-            "AFTER_RECORD_BEFORE_TERMINAL_ENTRY, abort",
+            "AFTER_KEPT_BEFORE_TERMINAL_ENTRY, abort",
             "AFTER_TERMINAL_ENTRY, abort"
     })
     void retriesAnswerTheTrueOutcomeAndConsumersSeeItOnce(String step, String action) throws Exception {

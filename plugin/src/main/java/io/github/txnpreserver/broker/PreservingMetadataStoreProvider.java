@@ -94,7 +94,8 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
             return thread;
         });
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(tcId.getId(), context.config(),
-                stateTopic, context.clock(), executor, context.budget());
+                stateTopic, context.clock(), executor, context.budget(),
+                TransactionMetadataPreserver.GROUP_COMMIT_INTERVAL);
         AtomicReference<TransactionMetadataStore> opened = new AtomicReference<>();
         preserver.releaseCoordinatorWith(() -> opened.get() == null
                 // Still opening: released once the broker has it (asked again shortly).

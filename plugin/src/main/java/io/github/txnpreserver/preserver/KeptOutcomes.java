@@ -40,13 +40,12 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * entries still live in its record.
  *
  * <h2>The record of an ending transaction</h2>
- * A transaction's end writes its block as soon as the end starts ({@link #writeSpeculative},
- * in parallel with the finishing log entry), and again only if the decided outcome differs
- * ({@link #decide}). Once decided, nothing changes the transaction's entry until it ends
- * ({@link #ended}): a losing end towards the other outcome writes nothing, and a retried
- * terminal step waits for the same record. An entry is consulted for lookups only once the
- * live store no longer has the transaction, which happens after its terminal entry, after
- * its decided record was durable: so a lookup never sees a speculative entry.
+ * Only decided outcomes enter ({@link #decide}, at the terminal step, once the finishing
+ * entry is durable). Once decided, nothing changes the transaction's entry until it ends
+ * ({@link #ended}): a retried terminal step writes nothing. An entry is consulted for
+ * lookups only once the live store no longer has the transaction, after its terminal
+ * entry. {@link #generationIfClean} tells the writer that every change made so far went
+ * out: the transaction log releases an ended transaction's entries only then.
  *
  * <p>Thread-safe: lookups come from Netty and Jetty threads, ends from store and client
  * threads. Every operation but restore's merge and expiry touches one block, so one monitor
@@ -101,10 +100,8 @@ public final class KeptOutcomes {
     public record BlockWrite(long blockIndex, long generation, ChunkRecord recordOrNull) {
     }
 
-    /** What an end in progress last wrote for its transaction. */
+    /** An end in progress (decided, its terminal entry not durable yet): it holds its block in memory. */
     private static final class Pending {
-        Outcome outcome;
-        boolean decided;
         long generation;
     }
 
@@ -124,59 +121,23 @@ public final class KeptOutcomes {
     }
 
     /**
-     * The record of an end that starts: the transaction's block is written with this
-     * outcome, before the decision is durable. Does nothing once the transaction's outcome
-     * is decided (a losing end racing the winner must not write after it).
-     *
-     * @return the generation whose durability makes the record durable, or -1 if nothing was written
-     */
-    public synchronized long writeSpeculative(TxnID txnId, Outcome outcome, String owner, long nowMillis) {
-        long sequence = sequenceOf(txnId);
-        Pending end = pending.get(sequence);
-        if (end != null && end.decided) {
-            return -1;
-        }
-        OutcomeBlock existing = blocks.get(OutcomeBlock.indexOf(sequence));
-        if (existing != null && existing.has(OutcomeBlock.offsetOf(sequence))
-                && existing.decided(OutcomeBlock.offsetOf(sequence))) {
-            // Decided and ended here while this (losing) end was on its way.
-            return -1;
-        }
-        long written = put(sequence, outcome == Outcome.COMMITTED, storedSecond(nowMillis), owners.idOf(owner));
-        if (end == null) {
-            end = pin(sequence);
-        }
-        end.outcome = outcome;
-        end.generation = written;
-        publish();
-        return written;
-    }
-
-    /**
-     * The decided outcome of an end whose finishing entry is durable: written unless its
-     * speculative record already says it, and admitted to its client's floor. Called again
-     * (a retried terminal step), it writes nothing and returns the same generation.
+     * The decided outcome of an end whose finishing entry is durable: written unless the
+     * block already says it (a restored record), and admitted to its client's floor. Called
+     * again (a retried terminal step), it writes nothing and returns the same generation.
      *
      * @return the generation whose durability makes the decided record durable
      */
     public synchronized long decide(TxnID txnId, Outcome outcome, String owner, long nowMillis) {
         long sequence = sequenceOf(txnId);
         Pending end = pending.get(sequence);
-        if (end != null && end.decided) {
+        if (end != null) {
             return end.generation;
         }
-        int ownerId = owners.idOf(owner);
-        long written = end != null && end.outcome == outcome ? end.generation
-                : put(sequence, outcome == Outcome.COMMITTED, storedSecond(nowMillis), ownerId);
-        if (end == null) {
-            end = pin(sequence);
-        }
-        end.outcome = outcome;
-        end.decided = true;
+        long written = put(sequence, outcome == Outcome.COMMITTED, storedSecond(nowMillis), owners.idOf(owner));
+        end = pin(sequence);
         end.generation = written;
         OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
         int offset = OutcomeBlock.offsetOf(sequence);
-        block.markDecided(offset);
         if (floor.add(sequence, block.owner(offset), block.time(offset), outcome == Outcome.COMMITTED,
                 this::floorEntryRemoved)) {
             owners.retain(block.owner(offset));
@@ -197,10 +158,14 @@ public final class KeptOutcomes {
         }
     }
 
-    /** Whether the state of a sequence's block as of {@code generation} is durable. */
-    public synchronized boolean isDurable(long sequence, long generation) {
-        OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
-        return block != null && block.durableGeneration >= generation;
+    /** The generation of the newest change. */
+    public synchronized long generation() {
+        return generation;
+    }
+
+    /** The generation of the newest change if no block is dirty (every change was taken to send), else -1. */
+    public synchronized long generationIfClean() {
+        return dirty.isEmpty() ? generation : -1;
     }
 
     /** The kept outcome of a transaction, or null. */
@@ -301,14 +266,6 @@ public final class KeptOutcomes {
         return writes;
     }
 
-    /** A block write landed. */
-    public synchronized void landed(BlockWrite write) {
-        OutcomeBlock block = blocks.get(write.blockIndex());
-        if (block != null && write.recordOrNull() != null) {
-            block.durableGeneration = Math.max(block.durableGeneration, write.generation());
-        }
-    }
-
     /** A block write failed: the block is sent again with the next flush. */
     public synchronized void failed(BlockWrite write) {
         if (!dirty.containsKey(write.blockIndex())) {
@@ -330,13 +287,7 @@ public final class KeptOutcomes {
             }
         }
         for (int i = 0; i < indexes.size(); i++) {
-            long index = indexes.getLong(i);
-            OutcomeBlock block = blocks.get(index);
-            if (block != null) {
-                // Nothing of it is durable in the new topic: whoever waits for it waits for the rewrite.
-                block.durableGeneration = 0;
-            }
-            markDirty(index);
+            markDirty(indexes.getLong(i));
         }
         publish();
         return indexes.size();
@@ -699,7 +650,6 @@ public final class KeptOutcomes {
             owners.retain(staged.owner(offset));
         }
         blocks.put(staged.index, staged);
-        staged.durableGeneration = 0;
         staged.lastGeneration = 0;
         staged.newer = oldest;
         if (oldest != null) {
@@ -730,10 +680,6 @@ public final class KeptOutcomes {
             long first = block.firstSequence();
             for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
                 long sequence = first + offset;
-                Pending end = pending.get(sequence);
-                if (end != null && !end.decided) {
-                    continue;
-                }
                 int owner = block.owner(offset);
                 Newest top = newestByOwner.get(owner);
                 if (top == null) {

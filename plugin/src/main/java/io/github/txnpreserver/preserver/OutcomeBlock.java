@@ -35,12 +35,8 @@ final class OutcomeBlock {
     private static final int ARRAY_HEADER = 16;
 
     final long index;
-    /**
-     * {@code [0, WORDS)}: kept; {@code [WORDS, 2 WORDS)}: committed; {@code [2 WORDS, 3 WORDS)}:
-     * decided by this coordinator since it opened (a late losing end must not overwrite it,
-     * even once the end is over).
-     */
-    private final long[] bits = new long[3 * WORDS];
+    /** {@code [0, WORDS)}: kept; {@code [WORDS, 2 WORDS)}: committed. */
+    private final long[] bits = new long[2 * WORDS];
     private int count;
 
     private int timeBase;
@@ -58,9 +54,8 @@ final class OutcomeBlock {
     OutcomeBlock newer;
     /** Transactions of this block whose end is in progress: the block may not be dropped. */
     int pins;
-    /** The last change to this block, and the newest change known durable in the state topic. */
+    /** The last change to this block. */
     long lastGeneration;
-    long durableGeneration;
 
     OutcomeBlock(long index) {
         this.index = index;
@@ -84,14 +79,6 @@ final class OutcomeBlock {
 
     boolean committed(int offset) {
         return (bits[WORDS + (offset >>> 6)] & (1L << offset)) != 0;
-    }
-
-    boolean decided(int offset) {
-        return (bits[2 * WORDS + (offset >>> 6)] & (1L << offset)) != 0;
-    }
-
-    void markDecided(int offset) {
-        bits[2 * WORDS + (offset >>> 6)] |= 1L << offset;
     }
 
     int time(int offset) {
@@ -153,7 +140,6 @@ final class OutcomeBlock {
         int owner = owner(offset);
         bits[offset >>> 6] &= ~(1L << offset);
         bits[WORDS + (offset >>> 6)] &= ~(1L << offset);
-        bits[2 * WORDS + (offset >>> 6)] &= ~(1L << offset);
         count--;
         return owner;
     }

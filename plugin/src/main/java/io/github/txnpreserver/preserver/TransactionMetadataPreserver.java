@@ -9,6 +9,7 @@ import io.github.txnpreserver.statetopic.StateRecordCodec.StoredRecord;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -58,10 +59,17 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     /** Short, so that once the state topic is back every waiting end completes within seconds. */
     private static final long MAX_RETRY_DELAY_MILLIS = 5_000;
     /**
-     * Ends waiting for their outcome to be durable, beyond which a new end fails at once
-     * with a retryable error (the broker retries it every second) instead of adding to them.
+     * Ended transactions whose log entries wait for their outcome to be durable (about 250
+     * bytes each), beyond which a new end is refused at once with a retryable error (the
+     * broker retries it every second): a minute at 800 txn/s of a state topic unavailable.
      */
-    static final int MAX_WAITING_ENDS = 10_000;
+    public static final int MAX_UNDURABLE_ENDS = 50_000;
+    /**
+     * How long a change waits for others before its block is written: the write is off every
+     * request's path (the log holds the outcome meanwhile), so under load one message carries
+     * the ends of this interval, and a single end costs one message.
+     */
+    public static final Duration GROUP_COMMIT_INTERVAL = Duration.ofMillis(50);
     /** How often to check that the state topic was not deleted and created again empty. */
     static final Duration TOPIC_CHECK_INTERVAL = Duration.ofSeconds(5);
     private static final long REPORT_INTERVAL_SECONDS = 60;
@@ -76,8 +84,18 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private final PreserverStats stats = new PreserverStats();
     private final List<ScheduledFuture<?>> periodicTasks = new CopyOnWriteArrayList<>();
     private final CompletableFuture<Void> restored = new CompletableFuture<>();
-    /** Callers waiting for a block's state as of a generation to be durable, by block. */
-    private final Map<Long, List<Waiter>> waiters = new HashMap<>();
+    /** Actions waiting for the changes made before them to be durable, in the order they came. */
+    private final ArrayDeque<AfterDurable> afterDurable = new ArrayDeque<>();
+    /** On the executor only: every change up to this generation is durable in the state topic. */
+    private long durableThrough;
+    /**
+     * On the executor only: flushes drained before this generation cannot vouch for anything
+     * (the state topic was created again, and lost what they wrote).
+     */
+    private long vouchFrom;
+    /** On the executor only: the generation the flush in flight vouches for once it lands whole, or -1. */
+    private long inFlightThrough = -1;
+    private final long groupCommitMillis;
     private final AtomicBoolean flushScheduled = new AtomicBoolean();
     private final RateLimitedLog writeFailures = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     private final RateLimitedLog memoryEvictions = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
@@ -94,7 +112,6 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     /** On the executor only: a writer replacement waits for the restore to be done. */
     private boolean replaceAfterRestore;
     private long writerRetryDelayMillis;
-    private int waitingEnds;
     private final RateLimitedLog writerReplacements = new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     private final RateLimitedLog writerReplacementFailures =
             new RateLimitedLog(REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
@@ -104,14 +121,18 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private long flushNotBeforeNanos;
     private volatile boolean closed;
 
-    /** A preserver with a memory bound of its own (tests, tools). */
+    /** A preserver with a memory bound of its own that writes each change at once (tests, tools). */
     public TransactionMetadataPreserver(long coordinatorId, PreserverConfig config, StateTopic stateTopic,
                                         Clock clock, ScheduledExecutorService executor) {
-        this(coordinatorId, config, stateTopic, clock, executor, new OutcomeMemoryBudget(config.maxMemoryBytes()));
+        this(coordinatorId, config, stateTopic, clock, executor, new OutcomeMemoryBudget(config.maxMemoryBytes()),
+                Duration.ZERO);
     }
 
+    /** @param groupCommit how long a change waits for others before it is written ({@link #GROUP_COMMIT_INTERVAL}) */
     public TransactionMetadataPreserver(long coordinatorId, PreserverConfig config, StateTopic stateTopic,
-                                        Clock clock, ScheduledExecutorService executor, OutcomeMemoryBudget budget) {
+                                        Clock clock, ScheduledExecutorService executor, OutcomeMemoryBudget budget,
+                                        Duration groupCommit) {
+        this.groupCommitMillis = groupCommit.toMillis();
         this.coordinatorId = coordinatorId;
         this.config = config;
         this.stateTopic = stateTopic;
@@ -123,8 +144,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         budget.register(this);
     }
 
-    /** @param end an end waiting (counted against {@link #MAX_WAITING_ENDS}), not the preserver's own work */
-    private record Waiter(long generation, CompletableFuture<Void> durable, boolean end) {
+    private record AfterDurable(long generation, Runnable action) {
     }
 
     // ---- opening
@@ -192,35 +212,33 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     // ---- the commit chain
 
     /**
-     * Writes the outcome of an end that starts, in parallel with its finishing entry, so that
-     * it is durable by the time the end is decided. Writes nothing once the outcome is
-     * decided: a losing end must not land after the winner.
+     * Keeps the decided outcome of an end (its finishing entry is durable) in memory, before
+     * its terminal entry; it is written with the next group. Called again (a retried
+     * terminal step), it changes nothing.
+     *
+     * @return fails at once, changing nothing, while {@link #MAX_UNDURABLE_ENDS} ended
+     *     transactions wait for the state topic (the caller's retry comes back later)
      */
-    public void writeSpeculative(TxnID txnId, Outcome outcome, String owner) {
-        if (kept.writeSpeculative(txnId, outcome, owner, clock.millis()) >= 0) {
-            requestFlush();
-            budget.reclaim();
+    public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
+        int waiting = afterDurableCount();
+        if (waiting >= MAX_UNDURABLE_ENDS) {
+            stats.endsRefusedWhileWaiting.increment();
+            return CompletableFuture.failedFuture(new IllegalStateException(waiting + " ended transactions of"
+                    + " coordinator " + coordinatorId + " wait for the state topic " + stateTopic + "; retry later"));
         }
+        kept.decide(txnId, outcome, owner, clock.millis());
+        changed();
+        return CompletableFuture.completedFuture(null);
     }
 
     /**
-     * The end's outcome is decided (its finishing entry is durable): completes once the
-     * decided outcome is durable in the state topic, written again if the speculative record
-     * said the other one. A retried call waits for the same record.
-     *
-     * @return fails if the write failed; the block is written again, and the caller retries
+     * The outcome of a terminal entry that the transaction log still holds, met while the
+     * coordinator replays it: its record may not have landed before the coordinator stopped.
      */
-    public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
-        long generation = kept.decide(txnId, outcome, owner, clock.millis());
-        // Waiting before the flush is asked for, so that the flush's result reaches this end.
-        CompletableFuture<Void> durable = awaitDurable(KeptOutcomes.blockOf(txnId.getLeastSigBits()), generation,
-                true);
-        // Usually the speculative record said the same: nothing new to write or to reclaim.
-        if (kept.hasDirty()) {
-            requestFlush();
-            budget.reclaim();
-        }
-        return durable;
+    public void keepFromLog(TxnID txnId, Outcome outcome, String owner, long endMillis) {
+        kept.decide(txnId, outcome, owner, endMillis);
+        kept.ended(txnId);
+        changed();
     }
 
     /** The transaction's terminal entry is durable: the outcome is kept like any other. */
@@ -228,9 +246,45 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         kept.ended(txnId);
     }
 
-    /** Decides, makes durable and ends in one step (tests and tools: no log between). */
+    /** Decides, ends and makes durable in one step (tests and tools: no log between). */
     public CompletableFuture<Void> preserve(TxnID txnId, Outcome outcome, String owner) {
-        return decide(txnId, outcome, owner).thenRun(() -> ended(txnId));
+        return decide(txnId, outcome, owner).thenCompose(kept -> {
+            ended(txnId);
+            CompletableFuture<Void> durable = new CompletableFuture<>();
+            afterChangesDurable(() -> durable.complete(null));
+            return durable;
+        });
+    }
+
+    /**
+     * Runs {@code action} once every change made so far is durable in the state topic (or
+     * superseded: a dropped block's tombstone landed), on this coordinator's executor. The
+     * transaction log releases an ended transaction's entries through it. Actions still
+     * waiting when the coordinator closes never run.
+     */
+    public void afterChangesDurable(Runnable action) {
+        boolean idle;
+        synchronized (afterDurable) {
+            afterDurable.add(new AfterDurable(kept.generation(), action));
+            idle = !flushInFlight && !flushScheduled.get();
+        }
+        if (idle) {
+            runOnExecutor(this::runDurableActions);
+        }
+    }
+
+    private int afterDurableCount() {
+        synchronized (afterDurable) {
+            return afterDurable.size();
+        }
+    }
+
+    /** A change was made: its block goes out with the next group. */
+    private void changed() {
+        if (kept.hasDirty()) {
+            requestFlush();
+            budget.reclaim();
+        }
     }
 
     /** The kept outcome of a transaction, or null if none is kept. Never blocks. */
@@ -358,6 +412,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private void rewriteEveryBlock() {
         compactionPacing.reset();
         int blocks = kept.markAllDirty();
+        // What flushes wrote before is gone: only the rewrite vouches for it again.
+        vouchFrom = kept.generation();
         log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
                 coordinatorId, stateTopic, blocks);
     }
@@ -398,42 +454,15 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         budget.unregister(this);
         IllegalStateException closing = new IllegalStateException("coordinator " + coordinatorId + " closed");
         restored.completeExceptionally(closing);
-        List<Waiter> all = new ArrayList<>();
-        synchronized (waiters) {
-            waiters.values().forEach(all::addAll);
-            waiters.clear();
-            waitingEnds = 0;
+        synchronized (afterDurable) {
+            // Never run: the log keeps those entries, and the next owner replays them.
+            afterDurable.clear();
         }
-        all.forEach(waiter -> waiter.durable().completeExceptionally(closing));
         kept.clear();
         return stateTopic.closeAsync();
     }
 
     // ---- flushing
-
-    private CompletableFuture<Void> awaitDurable(long blockIndex, long generation, boolean end) {
-        CompletableFuture<Void> durable = new CompletableFuture<>();
-        synchronized (waiters) {
-            if (kept.isDurable(blockIndex << 8, generation)) {
-                return CompletableFuture.completedFuture(null);
-            }
-            if (closed) {
-                return CompletableFuture.failedFuture(new IllegalStateException("coordinator " + coordinatorId
-                        + " closed"));
-            }
-            if (end && waitingEnds >= MAX_WAITING_ENDS) {
-                stats.endsRefusedWhileWaiting.increment();
-                return CompletableFuture.failedFuture(new IllegalStateException(waitingEnds + " ends of coordinator "
-                        + coordinatorId + " are waiting for the state topic " + stateTopic + "; retry later"));
-            }
-            if (end) {
-                waitingEnds++;
-            }
-            waiters.computeIfAbsent(blockIndex, ignored -> new ArrayList<>(2)).add(new Waiter(generation, durable,
-                    end));
-        }
-        return durable;
-    }
 
     private void requestFlush() {
         // A flush in flight looks for dirty blocks when it lands (the change was made first).
@@ -441,9 +470,40 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             return;
         }
         try {
-            executor.execute(this::flush);
+            if (groupCommitMillis > 0) {
+                executor.schedule(this::flush, groupCommitMillis, TimeUnit.MILLISECONDS);
+            } else {
+                executor.execute(this::flush);
+            }
         } catch (RejectedExecutionException shuttingDown) {
             flushScheduled.set(false);
+        }
+    }
+
+    /**
+     * Runs the actions whose changes are all durable. When no flush is in flight and no block
+     * is dirty, every change made so far has landed. Runs on the executor.
+     */
+    private void runDurableActions() {
+        if (closed) {
+            return;
+        }
+        if (!flushInFlight) {
+            vouch(kept.generationIfClean());
+        }
+        List<Runnable> ready = new ArrayList<>();
+        synchronized (afterDurable) {
+            while (!afterDurable.isEmpty() && afterDurable.peekFirst().generation() <= durableThrough) {
+                ready.add(afterDurable.pollFirst().action());
+            }
+        }
+        ready.forEach(this::runSafely);
+    }
+
+    /** Every change up to {@code through} is durable (-1: nothing to vouch for). */
+    private void vouch(long through) {
+        if (through >= vouchFrom) {
+            durableThrough = Math.max(durableThrough, through);
         }
     }
 
@@ -462,8 +522,11 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         }
         List<KeptOutcomes.BlockWrite> batch = kept.drainDirty();
         if (batch.isEmpty()) {
+            runDurableActions();
             return;
         }
+        // Blocks held back while restoring stay dirty: then this flush vouches for nothing.
+        inFlightThrough = kept.generationIfClean();
         flushInFlight = true;
         long startNanos = System.nanoTime();
         List<CompletableFuture<Void>> sends = new ArrayList<>(batch.size());
@@ -501,17 +564,17 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         for (int i = 0; i < batch.size(); i++) {
             KeptOutcomes.BlockWrite write = batch.get(i);
             CompletableFuture<Void> send = sends.get(i);
-            if (!send.isCompletedExceptionally()) {
-                kept.landed(write);
-                release(write, null);
-            } else {
-                Throwable error = FutureUtil.unwrapCompletionException(send.handle((ok, e) -> e).join());
-                failure = error;
+            if (send.isCompletedExceptionally()) {
+                failure = FutureUtil.unwrapCompletionException(send.handle((ok, e) -> e).join());
                 kept.failed(write);
                 stats.recordWriteFailures.increment();
-                release(write, error);
             }
         }
+        if (failure == null) {
+            vouch(inFlightThrough);
+        }
+        inFlightThrough = -1;
+        runDurableActions();
         StateTopic.WriteFailure kind = worstFailure(sends);
         if (kind == StateTopic.WriteFailure.FENCED) {
             releaseCoordinator(failure);
@@ -673,36 +736,6 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         return worst;
     }
 
-    private void release(KeptOutcomes.BlockWrite write, Throwable error) {
-        List<Waiter> released = new ArrayList<>(0);
-        synchronized (waiters) {
-            List<Waiter> waiting = waiters.get(write.blockIndex());
-            if (waiting == null) {
-                return;
-            }
-            for (Iterator<Waiter> each = waiting.iterator(); each.hasNext(); ) {
-                Waiter waiter = each.next();
-                if (waiter.generation() <= write.generation()) {
-                    released.add(waiter);
-                    each.remove();
-                    if (waiter.end()) {
-                        waitingEnds--;
-                    }
-                }
-            }
-            if (waiting.isEmpty()) {
-                waiters.remove(write.blockIndex());
-            }
-        }
-        for (Waiter waiter : released) {
-            if (error == null) {
-                waiter.durable().complete(null);
-            } else {
-                waiter.durable().completeExceptionally(error);
-            }
-        }
-    }
-
     // ---- restoring
 
     private void readStateTopic(long retryDelayMillis) {
@@ -762,10 +795,6 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         }
         List<KeptOutcomes.BlockWrite> migrated = kept.mergeRestored(read, clock.millis());
         List<String> legacyKeys = read.legacyKeys();
-        List<CompletableFuture<Void>> migratedDurable = new ArrayList<>();
-        for (KeptOutcomes.BlockWrite block : migrated) {
-            migratedDurable.add(awaitDurableEventually(block.blockIndex(), block.generation()));
-        }
         stats.restoredRecords = records;
         stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
         restored.complete(null);
@@ -776,19 +805,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         if (!legacyKeys.isEmpty()) {
             // Copied first, deleted after: a crash in between leaves both, and the next
             // restore reads the same outcomes from either.
-            CompletableFuture.allOf(migratedDurable.toArray(new CompletableFuture[0]))
-                    .thenRun(() -> legacyKeys.forEach(key -> deleteUntilDurable(key, FIRST_RETRY_DELAY_MILLIS)));
+            afterChangesDurable(() -> legacyKeys.forEach(key -> deleteUntilDurable(key, FIRST_RETRY_DELAY_MILLIS)));
         }
         log.info("Coordinator {}: restored {} kept transaction outcomes from {} state-topic records in {} ms"
                 + " ({} malformed records skipped, {} outcomes of earlier formats moved into {} blocks)",
                 coordinatorId, kept.size(), records, stats.restoreMillis, stats.malformedRecords.sum(),
                 legacyKeys.size(), migrated.size());
         paceCompaction();
-    }
-
-    private CompletableFuture<Void> awaitDurableEventually(long blockIndex, long generation) {
-        return awaitDurable(blockIndex, generation, false).exceptionallyCompose(error -> closed
-                ? CompletableFuture.failedFuture(error) : awaitDurableEventually(blockIndex, generation));
     }
 
     private void collect(RestoredOutcomes read, String key, byte[] value) {

@@ -33,30 +33,28 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * <p>It <em>is</em> an {@link MLTransactionMetadataStore}, so that the transaction log
  * format, admin {@code coordinatorInternalStats}, the transaction-log metrics, the low
  * water mark and the max-active check (all of which test {@code instanceof
- * MLTransactionMetadataStore} or read its map) stay exactly as stock. It changes two
+ * MLTransactionMetadataStore} or read its map) stay exactly as stock. It changes three
  * things:
  * <ol>
  *   <li>{@link #getTxnMeta} resolves through {@link OutcomeResolver}: a transaction no
  *       longer live is answered from its kept outcome.</li>
- *   <li>{@link #updateTxnStatus} hooks the commit chain:
+ *   <li>{@link #updateTxnStatus} hooks the terminal step:
  *     <pre>
- *   OPEN ─┬─ append COMMITTING ──▶ markers sent ──┬─▶ keep outcome ──▶ append COMMITTED
- *         └─ write outcome record ────────────────┘   (store forgets the transaction)
+ *   OPEN ── append COMMITTING ──▶ markers sent ──▶ keep outcome ──▶ append COMMITTED
+ *                                                  (in memory)      (store forgets the transaction)
  *     </pre>
- *       The outcome record is written in parallel with the finishing entry and the end
- *       markers, so that it adds nothing to the commit's latency. The terminal entry is
- *       appended only once the record of the <em>decided</em> outcome is the newest one
- *       durable in the state topic: after it, the store forgets the transaction and its
- *       log entries are released, so the record is the only trace left.</li>
+ *       The outcome is kept in memory before the terminal entry, so that a retry never
+ *       finds neither; the commit waits for nothing more than stock.</li>
+ *   <li>Its log is a {@link RecordGatedTransactionLog}: the ended transaction's log entries
+ *       are released only once its outcome is durable in the state topic, which the
+ *       preserver writes in groups. Until then the terminal entry is the outcome's durable
+ *       copy, replayed into the preserver when the coordinator opens.</li>
  * </ol>
  *
- * <p>A record written before the finishing entry is durable is speculative: the entry may
- * fail, or a concurrent end towards the other outcome may win. Such a record is never kept
- * in memory (an outcome is kept only at the terminal step, once decided), and if the newest
- * record of a transaction is not its decided outcome, the decided one is written again
- * after it (one ordered producer per coordinator), so the newest record always tells the
- * truth. A stale record restored for a transaction still live is shadowed by the live state
- * and replaced when the transaction ends.
+ * <p>Only decided outcomes are kept and written (the finishing entry is durable when the
+ * terminal step runs), so the newest record of a transaction is always its decided outcome.
+ * A stale record restored for a transaction still live (a speculative record of 0.4) is
+ * shadowed by the live state and replaced when the transaction ends.
  */
 public class PreservingTransactionMetadataStore extends MLTransactionMetadataStore {
 
@@ -85,7 +83,8 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                                               MLTransactionSequenceIdGenerator sequenceIdGenerator,
                                               long maxActiveTransactionsPerCoordinator,
                                               TransactionMetadataPreserver preserver, Runnable onClosed) {
-        super(tcID, transactionLog, timeoutTracker, sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
+        super(tcID, RecordGatedTransactionLog.gate(tcID, transactionLog, preserver), timeoutTracker,
+                sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
         this.preserver = preserver;
         this.onClosed = onClosed;
         this.resolver = new OutcomeResolver(this::liveTxnMeta, this::liveEnd, preserver);
@@ -180,27 +179,18 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     /**
-     * Step 1: the finishing entry, and in parallel the (speculative) outcome record.
-     * Concurrent identical requests share one entry: the stock store would append a second
-     * one and then refuse the request that appended it. A request that finds the
-     * transaction no longer OPEN (a timeout-abort racing a commit that won, or the reverse)
-     * writes no record: the stock store refuses it, and its record must not land after the
-     * winner's.
+     * Step 1: the finishing entry, as stock. Concurrent identical requests share one entry:
+     * the stock store would append a second one and then refuse the request that appended it.
      */
     protected CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                   boolean isTimeout) {
-        return joinOrRun(beginning, txnId, newStatus, () -> {
-            TxnMeta live = liveTxnMeta(txnId);
-            if (live != null && live.status() == TxnStatus.OPEN) {
-                preserver.writeSpeculative(txnId, Outcome.of(newStatus), live.getOwner());
-            }
-            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
-        });
+        return joinOrRun(beginning, txnId, newStatus,
+                () -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout));
     }
 
     /**
-     * Step 3: the terminal entry, once the record is durable. A transaction no longer live
-     * has ended already: a retry of the same end succeeds, a conflicting one is refused.
+     * Step 3: the terminal entry, once the outcome is kept. A transaction no longer live has
+     * ended already: a retry of the same end succeeds, a conflicting one is refused.
      */
     private CompletableFuture<Void> finishEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                  boolean isTimeout) {
@@ -211,25 +201,24 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
             return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
         }
-        return joinOrRun(ending, txnId, newStatus, () -> awaitDecidedRecord(txnId, Outcome.of(newStatus),
-                live.getOwner())
+        return joinOrRun(ending, txnId, newStatus, () -> keepDecided(txnId, Outcome.of(newStatus), live.getOwner())
                 .thenCompose(ignored -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout))
                 .thenRun(() -> ended(txnId)));
     }
 
     /**
-     * Step 2, once the markers are sent: the decided outcome's record must be durable (its
-     * speculative record usually is by now; it is written again if it said the other
-     * outcome), before the terminal entry makes the live transaction disappear. A failed
-     * write is reported as a failure the broker retries; the block is written again, and the
-     * retry waits for the same record.
+     * Step 2, once the markers are sent: the decided outcome (its finishing entry is durable)
+     * is kept in memory before the terminal entry makes the live transaction disappear. It is
+     * written to the state topic with the next group; the transaction's log entries stay
+     * until then. Refused with an error the broker retries only while too many ended
+     * transactions wait for the state topic (it is unavailable).
      */
-    protected CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
-        return preserver.decide(txnId, decided, owner).handle((durable, error) -> {
+    protected CompletableFuture<Void> keepDecided(TxnID txnId, Outcome decided, String owner) {
+        return preserver.decide(txnId, decided, owner).handle((kept, error) -> {
             if (error != null) {
                 recordFailedAtMillis.put(txnId.getLeastSigBits(), preserver.clock().millis());
                 throw new CompletionException(new StateTopicWriteException(
-                        "Outcome of " + txnId + " is not durable in the state topic yet",
+                        "Outcome of " + txnId + " cannot be kept now",
                         FutureUtil.unwrapCompletionException(error)));
             }
             return null;

@@ -5,6 +5,8 @@ import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
@@ -136,17 +138,24 @@ class StuckTransactionRedriverTest {
     }
 
     /**
-     * Issue 13: while the state topic is unavailable, the broker retries the terminal step
-     * of each finishing transaction every second; a re-drive of the same transaction would
-     * add a second loop (and a second round of end markers) per transaction.
+     * Issue 13: once the state topic has been unavailable long enough that the bound of ended
+     * transactions waiting for it is reached, the broker retries the terminal step of each
+     * finishing transaction every second; a re-drive of the same transaction would add a
+     * second loop (and a second round of end markers) per transaction.
      */
     @Test
-    void leavesATransactionAloneWhileTheBrokerRetriesItsTerminalStepForWantOfADurableRecord() {
+    void leavesATransactionAloneWhileTheBrokerRetriesItsTerminalStepForWantOfTheStateTopic() {
         TxnID txn = coordinator.open("alice");
         coordinator.produce(txn, PARTITION);
         coordinator.stateTopic().failNextWrites(Integer.MAX_VALUE);
+        coordinator.preserver().keepFromLog(new TxnID(CoordinatorHarness.TC_ID, 1_000), Outcome.COMMITTED, null,
+                CoordinatorHarness.START_MILLIS);
+        for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
+            coordinator.preserver().afterChangesDurable(() -> { });
+        }
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().count("state-write failed c0") >= 1);
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> coordinator.preserver().stats().endsRefusedWhileWaiting.sum() >= 1);
         redriver.scan();
 
         coordinator.clock().advance(STUCK_AFTER);

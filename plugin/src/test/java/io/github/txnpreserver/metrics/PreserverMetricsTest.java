@@ -129,7 +129,8 @@ class PreserverMetricsTest {
             executors.add(executor);
             TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(coordinator,
                     new PreserverConfig(perClient, floorCap, Duration.ofHours(72), Duration.ofSeconds(300),
-                            Duration.ofSeconds(60)), new InMemoryStateTopic(new CallLog()), clock, executor, budget);
+                            Duration.ofSeconds(60)), new InMemoryStateTopic(new CallLog()), clock, executor, budget,
+                    Duration.ZERO);
             await(preserver.restore());
             return preserver;
         }

@@ -412,25 +412,9 @@ class KeptOutcomesTest {
         private final KeptOutcomes kept = new KeptOutcomes(TC, 10, 1000, TTL);
 
         @Test
-        void aDecisionTheSpeculativeRecordAlreadySaysWritesNothingMore() {
-            long speculative = kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
-            KeptOutcomes.BlockWrite write = only(kept.drainDirty());
-            assertThat(write.generation()).isEqualTo(speculative);
-            assertThat(inRecord(write.recordOrNull(), 1)).isEqualTo(Outcome.COMMITTED);
-
-            assertThat(kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW)).isEqualTo(speculative);
-
-            assertThat(kept.drainDirty()).isEmpty();
-        }
-
-        @Test
-        void aDecisionForTheOtherOutcomeWritesTheBlockAgainAfterTheSpeculativeRecord() {
-            long speculative = kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
-            kept.drainDirty();
-
+        void aDecisionWritesItsBlock() {
             long decided = kept.decide(txn(1), Outcome.ABORTED, "alice", NOW);
 
-            assertThat(decided).isGreaterThan(speculative);
             KeptOutcomes.BlockWrite write = only(kept.drainDirty());
             assertThat(write.generation()).isEqualTo(decided);
             assertThat(inRecord(write.recordOrNull(), 1)).isEqualTo(Outcome.ABORTED);
@@ -451,63 +435,30 @@ class KeptOutcomesTest {
         }
 
         @Test
-        void aLosingEndTowardsTheOtherOutcomeWritesNothingOnceDecided() {
-            kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
-            kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW);
-            kept.drainDirty();
-
-            assertThat(kept.writeSpeculative(txn(1), Outcome.ABORTED, "alice", NOW)).isEqualTo(-1);
-
-            assertThat(kept.drainDirty()).isEmpty();
-            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
-        }
-
-        /**
-         * "A late losing end overwrites the decided entry". An end writes its speculative
-         * record once the store found the transaction OPEN; descheduled between that check and
-         * the write, a losing end can come after the winner's whole chain, its end included.
-         * In 45163af nothing of the winner's end was left to refuse it: the loser's outcome
-         * replaced the decided one, and its end, which never ends, pinned the block forever.
-         */
-        @Test
-        void aLosingEndArrivingAfterTheWinnerEndedWritesNothingAndPinsNothing() {
+        void aDecisionReplacesAStaleRecordOfTheOtherOutcome() {
             commit(kept, 1, "alice", NOW);
             kept.drainDirty();
 
-            assertThat(kept.writeSpeculative(txn(1), Outcome.ABORTED, "alice", NOW + MINUTE)).isEqualTo(-1);
+            long decided = kept.decide(txn(1), Outcome.ABORTED, "alice", NOW + MINUTE);
 
-            assertThat(kept.drainDirty()).isEmpty();
-            assertThat(kept.get(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
-            assertThat(kept.oldestEvictableMillis()).as("not pinned").isEqualTo(NOW);
-            assertThat(kept.evictOldest()).as("dropped from memory; alice's floor keeps its outcome").isZero();
-            assertThat(kept.blockCount()).isZero();
-            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
-        }
-
-        @Test
-        void aLaterSpeculativeRecordBeforeTheDecisionReplacesTheEarlier() {
-            long first = kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
-            long second = kept.writeSpeculative(txn(1), Outcome.ABORTED, "alice", NOW);
-
-            assertThat(second).isGreaterThan(first);
             assertThat(inRecord(only(kept.drainDirty()).recordOrNull(), 1)).isEqualTo(Outcome.ABORTED);
-            assertThat(kept.decide(txn(1), Outcome.ABORTED, "alice", NOW)).isEqualTo(second);
+            assertThat(decided).isEqualTo(kept.generation());
+            kept.ended(txn(1));
+            assertThat(kept.get(txn(1)).outcome()).isEqualTo(Outcome.ABORTED);
         }
 
         @Test
         void itsBlockIsNotEvictedUntilItEnded() {
-            kept.writeSpeculative(txn(block(0)), Outcome.COMMITTED, "alice", NOW);
+            kept.decide(txn(block(0)), Outcome.COMMITTED, "alice", NOW);
             commit(kept, block(1), "alice", NOW + 1000);
 
             assertThat(kept.oldestEvictableMillis()).isEqualTo(NOW + 1000);
             assertThat(kept.evictOldest()).as("block 1, although block 0 is older; its one outcome stays in"
                     + " alice's floor").isZero();
             assertThat(kept.blockCount()).isEqualTo(1);
-            assertThat(kept.evictOldest()).isEqualTo(-1);
+            assertThat(kept.evictOldest()).as("decided, but not ended").isEqualTo(-1);
             assertThat(kept.get(txn(block(0)))).isNotNull();
 
-            kept.decide(txn(block(0)), Outcome.COMMITTED, "alice", NOW);
-            assertThat(kept.evictOldest()).as("decided, but not ended").isEqualTo(-1);
             kept.ended(txn(block(0)));
             assertThat(kept.evictOldest()).as("dropped from memory; alice's floor keeps its outcome").isZero();
             assertThat(kept.blockCount()).isZero();
@@ -516,21 +467,18 @@ class KeptOutcomesTest {
 
         @Test
         void itsBlockDoesNotExpireUntilItEnded() {
-            kept.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW);
+            kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW);
             commit(kept, 2, "alice", NOW);
 
             assertThat(kept.expire(NOW + 2 * TTL)).isZero();
             assertThat(kept.get(txn(2))).isNotNull();
 
-            kept.decide(txn(1), Outcome.COMMITTED, "alice", NOW + 2 * TTL);
             kept.ended(txn(1));
             assertThat(kept.expire(NOW + 2 * TTL)).isEqualTo(2);
         }
 
         @Test
         void refusesTransactionsOfAnotherCoordinator() {
-            assertThatThrownBy(() -> kept.writeSpeculative(new TxnID(TC + 1, 1), Outcome.COMMITTED, "alice", NOW))
-                    .isInstanceOf(IllegalArgumentException.class);
             assertThatThrownBy(() -> kept.decide(new TxnID(TC + 1, 1), Outcome.COMMITTED, "alice", NOW))
                     .isInstanceOf(IllegalArgumentException.class);
             commit(kept, 1, "alice", NOW);
@@ -565,16 +513,18 @@ class KeptOutcomesTest {
         }
 
         @Test
-        void aBlockIsDurableAsOfTheGenerationWhoseWriteLanded() {
+        void everyChangeWasTakenToSendOnlyWhenNoBlockIsDirty() {
             long first = commit(kept, 1, "alice", NOW);
+            assertThat(kept.generationIfClean()).isEqualTo(-1);
+
             KeptOutcomes.BlockWrite write = only(kept.drainDirty());
+            assertThat(kept.generationIfClean()).isEqualTo(first);
+
             long second = commit(kept, 2, "alice", NOW);
-
-            assertThat(kept.isDurable(1, first)).isFalse();
-            kept.landed(write);
-
-            assertThat(kept.isDurable(1, first)).isTrue();
-            assertThat(kept.isDurable(2, second)).isFalse();
+            assertThat(kept.generationIfClean()).isEqualTo(-1);
+            kept.failed(write);
+            only(kept.drainDirty());
+            assertThat(kept.generationIfClean()).isEqualTo(second);
         }
 
         @Test
@@ -588,7 +538,6 @@ class KeptOutcomesTest {
             KeptOutcomes.BlockWrite again = only(kept.drainDirty());
             assertThat(again.generation()).isEqualTo(generation);
             assertThat(inRecord(again.recordOrNull(), 1)).isEqualTo(Outcome.COMMITTED);
-            assertThat(kept.isDurable(1, generation)).isFalse();
         }
 
         @Test
@@ -714,7 +663,8 @@ class KeptOutcomesTest {
         @Test
         void aDecisionReplacesTheOutcomeARestoredSpeculativeRecordGaveTheFloor() throws Exception {
             KeptOutcomes crashed = new KeptOutcomes(TC, 10, 1000, TTL);
-            crashed.writeSpeculative(txn(1), Outcome.COMMITTED, "alice", NOW - MINUTE);
+            // What 0.4 wrote before the finishing entry was durable: a record like any other.
+            crashed.decide(txn(1), Outcome.COMMITTED, "alice", NOW - MINUTE);
             kept.beginRestore(Long.MAX_VALUE);
             kept.mergeRestored(restoredFrom(crashed), NOW);
             assertThat(kept.get(txn(1)).outcome()).as("the restored speculative record").isEqualTo(
@@ -747,9 +697,7 @@ class KeptOutcomesTest {
             assertThat(write.generation()).isGreaterThanOrEqualTo(migrated.get(0).generation());
             assertThat(inRecord(write.recordOrNull(), block(1))).isEqualTo(Outcome.COMMITTED);
             assertThat(inRecord(write.recordOrNull(), block(1) + 1)).isEqualTo(Outcome.ABORTED);
-            assertThat(kept.isDurable(block(1), migrated.get(0).generation())).isFalse();
-            kept.landed(write);
-            assertThat(kept.isDurable(block(1), migrated.get(0).generation())).isTrue();
+            assertThat(kept.generationIfClean()).isGreaterThanOrEqualTo(migrated.get(0).generation());
         }
 
         @Test

@@ -59,10 +59,15 @@ class TransactionMetadataPreserverTest {
 
     private TransactionMetadataPreserver newPreserver(long coordinator, int perClient, int floorCap,
                                                       OutcomeMemoryBudget budget) {
+        return newPreserver(coordinator, perClient, floorCap, budget, Duration.ZERO);
+    }
+
+    private TransactionMetadataPreserver newPreserver(long coordinator, int perClient, int floorCap,
+                                                      OutcomeMemoryBudget budget, Duration groupCommit) {
         ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
         executors.add(executor);
         return new TransactionMetadataPreserver(coordinator, config(perClient, floorCap), topic, clock, executor,
-                budget);
+                budget, groupCommit);
     }
 
     /** A preserver over another state topic (a wrapper of {@link #topic}), on its own executor. */
@@ -70,7 +75,7 @@ class TransactionMetadataPreserverTest {
         ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
         executors.add(executor);
         return new TransactionMetadataPreserver(TC, config(2, 100), stateTopic, clock, executor,
-                new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()));
+                new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()), Duration.ZERO);
     }
 
     /** Restored, and done with what its restore queued (expiry of what it read, the first flush). */
@@ -87,6 +92,19 @@ class TransactionMetadataPreserverTest {
 
     private static TxnID txn(long sequence) {
         return new TxnID(TC, sequence);
+    }
+
+    /** Completes once every change the preserver made so far is durable: as the transaction log's release waits. */
+    private static CompletableFuture<Void> afterDurable(TransactionMetadataPreserver preserver) {
+        CompletableFuture<Void> durable = new CompletableFuture<>();
+        preserver.afterChangesDurable(() -> durable.complete(null));
+        return durable;
+    }
+
+    /** Decides, and completes once the decision is durable. */
+    private static CompletableFuture<Void> durably(TransactionMetadataPreserver preserver, TxnID txnId,
+                                                   Outcome outcome, String owner) {
+        return preserver.decide(txnId, outcome, owner).thenCompose(kept -> afterDurable(preserver));
     }
 
     /** Waits until the preserver's executor has run what it had queued (a flush, a restore's end). */
@@ -135,15 +153,17 @@ class TransactionMetadataPreserverTest {
     class Writing {
 
         @Test
-        void aDecisionCompletesOnceItsBlocksRecordIsDurable() {
+        void aDecisionIsKeptAtOnceAndWhatWaitsForItsRecordRunsOnceTheRecordIsDurable() {
             topic.holdWrites();
 
             CompletableFuture<Void> decided = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            CompletableFuture<Void> durable = afterDurable(preserver);
 
+            assertThat(decided).isCompletedWithValue(null);
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
-            assertThat(decided).isNotDone();
+            assertThat(durable).isNotDone();
             topic.releaseHeldWrites();
-            await(decided);
+            await(durable);
             assertThat(topic.liveKeys()).containsExactly("c0");
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
             assertThat(preserver.find(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
@@ -190,12 +210,12 @@ class TransactionMetadataPreserverTest {
         }
 
         @Test
-        void aRetriedDecisionWaitsForTheSameRecord() {
+        void aRetriedDecisionWritesNothingMore() {
             topic.holdWrites();
-            CompletableFuture<Void> first = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            CompletableFuture<Void> first = durably(preserver, txn(1), Outcome.COMMITTED, "alice");
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
 
-            CompletableFuture<Void> retried = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            CompletableFuture<Void> retried = durably(preserver, txn(1), Outcome.COMMITTED, "alice");
             assertThat(retried).isNotDone();
             topic.releaseHeldWrites();
 
@@ -206,16 +226,14 @@ class TransactionMetadataPreserverTest {
         }
 
         @Test
-        void aFailedFlushFailsItsWaitersAndWritesTheBlockAgain() {
+        void aFailedFlushWritesTheBlockAgainAndWhatWaitsForItWaitsForThatWrite() {
             topic.failNextWrites(1);
 
-            Throwable failure = failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            await(durably(preserver, txn(1), Outcome.COMMITTED, "alice"));
 
-            assertThat(failure).hasMessageContaining("injected");
             assertThat(preserver.stats().recordWriteFailures.sum()).isEqualTo(1);
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().contains("c0"));
+            assertThat(topic.liveKeys()).contains("c0");
             assertThat(callLog.calls()).containsSubsequence("state-write failed c0", "state-write c0");
-            await(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
         }
 
@@ -226,7 +244,7 @@ class TransactionMetadataPreserverTest {
          * a failed send.
          */
         @Test
-        void aSendThatThrowsFailsItsWaitersAndTheBlockIsWrittenAgain() {
+        void aSendThatThrowsIsAFailedSendAndTheBlockIsWrittenAgain() {
             AtomicInteger throwsLeft = new AtomicInteger(1);
             TransactionMetadataPreserver throwing = restored(newPreserver(new StateTopic() {
                 @Override
@@ -258,27 +276,45 @@ class TransactionMetadataPreserverTest {
                 }
             }));
 
-            CompletableFuture<Void> decided = throwing.decide(txn(1), Outcome.COMMITTED, "alice");
+            CompletableFuture<Void> durable = durably(throwing, txn(1), Outcome.COMMITTED, "alice");
 
-            assertThat(decided).as("failed, not hung").failsWithin(Duration.ofSeconds(5))
-                    .withThrowableOfType(ExecutionException.class).havingCause()
-                    .isInstanceOf(IllegalStateException.class).withMessage("producer thrown out");
+            assertThat(durable).as("written again, not hung").succeedsWithin(Duration.ofSeconds(5));
             assertThat(throwing.stats().recordWriteFailures.sum()).isEqualTo(1);
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().contains("c0"));
-            await(throwing.decide(txn(1), Outcome.COMMITTED, "alice"));
+            assertThat(topic.liveKeys()).contains("c0");
             await(throwing.preserve(txn(2), Outcome.ABORTED, "alice"));
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
             assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
         }
 
+        /** The transaction log keeps what they would have released: the next owner replays it. */
         @Test
-        void closingFailsTheEndsStillWaiting() {
+        void whatStillWaitsForARecordWhenTheCoordinatorClosesNeverRuns() throws Exception {
             topic.holdWrites();
-            CompletableFuture<Void> decided = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            CompletableFuture<Void> durable = durably(preserver, txn(1), Outcome.COMMITTED, "alice");
 
             await(preserver.closeAsync());
+            topic.releaseHeldWrites();
 
-            assertThat(failureOf(decided)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+            Thread.sleep(200);
+            assertThat(durable).isNotDone();
+        }
+
+        @Test
+        void changesAreWrittenInGroupsOfTheGroupCommitInterval() throws Exception {
+            TransactionMetadataPreserver grouping = restored(newPreserver(TC, 2, 100,
+                    new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()), Duration.ofMillis(300)));
+            settle(grouping);
+            long before = topic.valueCount();
+
+            for (long i = 0; i < 20; i++) {
+                grouping.decide(txn(i), Outcome.COMMITTED, "alice");
+                grouping.ended(txn(i));
+            }
+            Thread.sleep(100);
+            assertThat(topic.valueCount()).as("not yet").isEqualTo(before);
+
+            await(afterDurable(grouping));
+            assertThat(topic.valueCount()).as("one message for 20 ends").isEqualTo(before + 1);
         }
     }
 
@@ -588,10 +624,10 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = newPreserver(2, 100);
 
             CompletableFuture<Void> restore = next.startRestore(300);
-            CompletableFuture<Void> inRestoredBlock = next.decide(txn(2), Outcome.ABORTED, "bob");
-            CompletableFuture<Void> pastTheFrontier = next.decide(txn(512), Outcome.COMMITTED, "bob");
+            CompletableFuture<Void> inRestoredBlock = durably(next, txn(2), Outcome.ABORTED, "bob");
+            next.decide(txn(512), Outcome.COMMITTED, "bob");
 
-            await(pastTheFrontier);
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(512)) == Outcome.COMMITTED);
             assertThat(next.isRestoring()).isTrue();
             assertThat(next.restored()).isNotDone();
             assertThat(next.find(txn(1))).as("not read yet").isNull();
@@ -775,24 +811,23 @@ class TransactionMetadataPreserverTest {
     class WriterRecovery {
 
         @Test
-        void aLostWriterIsReplacedAndTheBrokersRetryOfTheEndSucceedsWithNoOtherHelp() {
+        void aLostWriterIsReplacedAndTheRecordLandsWithNoOtherHelp() {
             topic.loseWriter();
 
-            Throwable first = failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            CompletableFuture<Void> durable = durably(preserver, txn(1), Outcome.COMMITTED, "alice");
 
-            assertThat(first).as("the broker retries a failed terminal step").hasMessageContaining("writer fault");
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
+            await(durable);
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
             assertThat(callLog.calls()).containsSubsequence("state-write failed c0", "state-reopen", "state-write c0");
             assertThat(topic.reopenCount()).isEqualTo(1);
             assertThat(preserver.stats().writerReplacements.sum()).isEqualTo(1);
-            await(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
         }
 
         @Test
         void aWedgedWriterIsReplacedToo() {
             topic.wedgeWriter();
 
-            failureOf(preserver.decide(txn(1), Outcome.ABORTED, "alice"));
+            preserver.decide(txn(1), Outcome.ABORTED, "alice");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.ABORTED);
             assertThat(topic.reopenCount()).isEqualTo(1);
@@ -802,7 +837,7 @@ class TransactionMetadataPreserverTest {
         void aWriteThatMayLandIfSentAgainKeepsTheWriter() {
             topic.failNextWrites(1);
 
-            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
             assertThat(topic.reopenCount()).isZero();
@@ -814,7 +849,7 @@ class TransactionMetadataPreserverTest {
             await(preserver.preserve(txn(300), Outcome.ABORTED, "bob"));
             topic.deleteTopic();
 
-            failureOf(preserver.decide(txn(600), Outcome.COMMITTED, "carol"));
+            preserver.decide(txn(600), Outcome.COMMITTED, "carol");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().size() == 3);
             assertThat(callLog.calls()).contains("state-reopen recreated");
@@ -843,7 +878,7 @@ class TransactionMetadataPreserverTest {
             topic.failNextReopens(2);
             topic.loseWriter();
 
-            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
             assertThat(callLog.count("state-reopen failed")).isEqualTo(2);
@@ -864,7 +899,7 @@ class TransactionMetadataPreserverTest {
             });
             topic.fenceWriter();
 
-            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
             letScheduledWorkRunQuietly(preserver, 300);
@@ -888,7 +923,7 @@ class TransactionMetadataPreserverTest {
             });
             topic.fenceWithoutTelling();
 
-            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
             assertThat(topic.reopenCount()).isZero();
@@ -905,19 +940,19 @@ class TransactionMetadataPreserverTest {
             });
             topic.holdWrites();
             // Both decided in one task of the executor: one flush sends both blocks.
-            List<CompletableFuture<Void>> ends = await(CompletableFuture.supplyAsync(() -> List.of(
-                    preserver.decide(txn(1), Outcome.COMMITTED, "alice"),
-                    preserver.decide(txn(300), Outcome.COMMITTED, "alice")), preserver.executor()));
-            CompletableFuture<Void> first = ends.get(0);
-            CompletableFuture<Void> second = ends.get(1);
+            CompletableFuture<Void> durable = await(CompletableFuture.supplyAsync(() -> {
+                preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+                preserver.decide(txn(300), Outcome.COMMITTED, "alice");
+                return afterDurable(preserver);
+            }, preserver.executor()));
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 2);
             topic.failNextWritesAs(StateTopic.WriteFailure.FENCED, StateTopic.WriteFailure.STUCK);
 
             topic.releaseHeldWrites();
 
             await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
-            assertThat(first).isCompletedExceptionally();
-            assertThat(second).isCompletedExceptionally();
+            letScheduledWorkRunQuietly(preserver, 300);
+            assertThat(durable).as("nothing vouches for the records").isNotDone();
             assertThat(topic.reopenCount()).isZero();
         }
 
@@ -934,7 +969,7 @@ class TransactionMetadataPreserverTest {
             topic.loseWriter();
 
             // Block 1 is past the restore frontier: written while the restore reads.
-            failureOf(restoring.decide(txn(300), Outcome.COMMITTED, "alice"));
+            restoring.decide(txn(300), Outcome.COMMITTED, "alice");
             letScheduledWorkRunQuietly(restoring, 300);
 
             assertThat(topic.reopenCount()).as("not while restoring").isZero();
@@ -944,25 +979,27 @@ class TransactionMetadataPreserverTest {
         }
 
         /**
-         * Second review, finding 3: once the topic is created again, an end whose record
-         * landed in the old topic is not durable any more: its decision waits for the rewrite.
+         * Second review, finding 3: once the topic is created again, what landed in the old
+         * topic is not durable any more: what waits for records waits for the rewrite, even
+         * a flush that was in flight when the topic went.
          */
         @Test
-        void anEndWhoseRecordLandedInTheOldTopicWaitsForTheRewriteIntoTheNewOne() {
-            preserver.writeSpeculative(txn(1), Outcome.COMMITTED, "alice");
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
-            settle(preserver);
+        void whatWaitsForRecordsThatLandedInTheOldTopicWaitsForTheRewriteIntoTheNewOne() {
+            await(durably(preserver, txn(1), Outcome.COMMITTED, "alice"));
             topic.deleteTopic();
             topic.holdWritesAfterReopen();
-            failureOf(preserver.decide(txn(300), Outcome.COMMITTED, "alice"));
+            CompletableFuture<Void> durable = durably(preserver, txn(300), Outcome.COMMITTED, "alice");
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.reopenCount() == 1);
             settle(preserver);
 
-            CompletableFuture<Void> decided = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            CompletableFuture<Void> later = afterDurable(preserver);
 
-            assertThat(decided).as("its record is in the deleted topic only").isNotDone();
+            letScheduledWorkRunQuietly(preserver, 200);
+            assertThat(durable).as("its record is in the deleted topic only").isNotDone();
+            assertThat(later).isNotDone();
             topic.releaseHeldWrites();
-            await(decided);
+            await(durable);
+            await(later);
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
         }
 
@@ -974,7 +1011,7 @@ class TransactionMetadataPreserverTest {
                     : CompletableFuture.completedFuture(null));
             topic.fenceWriter();
 
-            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> asked.get() == 2);
         }
@@ -989,7 +1026,7 @@ class TransactionMetadataPreserverTest {
             topic.ownedHere(false);
             topic.loseWriter();
 
-            failureOf(preserver.decide(txn(1), Outcome.COMMITTED, "alice"));
+            preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
             await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
             settle(preserver);
@@ -999,18 +1036,19 @@ class TransactionMetadataPreserverTest {
         }
 
         @Test
-        void oncePendingEndsReachTheBoundANewEndFailsAtOnceAndEveryPendingOneCompletesOnceTheTopicIsBack() {
+        void onceTheBoundOfEndsWaitingForTheTopicIsReachedANewEndIsRefusedAtOnceAndEveryWaitingOneRunsOnceItIsBack() {
             topic.holdWrites();
             List<CompletableFuture<Void>> pending = new ArrayList<>();
-            for (int i = 0; i < TransactionMetadataPreserver.MAX_WAITING_ENDS; i++) {
-                pending.add(preserver.decide(txn(i), Outcome.COMMITTED, "alice"));
+            for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
+                pending.add(durably(preserver, txn(i), Outcome.COMMITTED, "alice"));
             }
 
-            CompletableFuture<Void> refused = preserver.decide(txn(TransactionMetadataPreserver.MAX_WAITING_ENDS),
+            CompletableFuture<Void> refused = preserver.decide(txn(TransactionMetadataPreserver.MAX_UNDURABLE_ENDS),
                     Outcome.COMMITTED, "alice");
 
             assertThat(refused).isCompletedExceptionally();
-            assertThat(failureOf(refused)).hasMessageContaining("waiting for the state topic");
+            assertThat(failureOf(refused)).hasMessageContaining("wait for the state topic");
+            assertThat(preserver.find(txn(TransactionMetadataPreserver.MAX_UNDURABLE_ENDS))).as("not kept").isNull();
             assertThat(preserver.stats().endsRefusedWhileWaiting.sum()).isEqualTo(1);
             assertThat(pending).noneMatch(CompletableFuture::isDone);
             topic.releaseHeldWrites();
@@ -1019,37 +1057,6 @@ class TransactionMetadataPreserverTest {
                 return pending.stream().allMatch(CompletableFuture::isDone);
             });
             pending.forEach(end -> assertThat(end).isCompletedWithValue(null));
-        }
-
-        /**
-         * A producer fails its pending messages on one of its threads (a broker I/O thread
-         * for the broker's internal client), running every callback there. The ends waiting
-         * for them are completed on the coordinator's executor instead, so that the fan-out
-         * of a burst of failures does not run on the thread that failed them.
-         */
-        @Test
-        void aBurstOfFailingWritesCompletesItsWaitersOffTheThreadThatFailedThem() throws Exception {
-            topic.holdWrites();
-            List<CompletableFuture<String>> completedOn = new ArrayList<>();
-            ScheduledExecutorService io = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "io"));
-            executors.add(io);
-            for (int i = 0; i < 1_000; i++) {
-                long sequence = i * 256L;
-                completedOn.add(CompletableFuture.supplyAsync(
-                        () -> preserver.decide(txn(sequence), Outcome.COMMITTED, "alice"), io)
-                        .thenCompose(durable -> durable.handle((ok, error) -> Thread.currentThread().getName())));
-            }
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() > 0);
-            topic.wedgeWriter();
-
-            String failingThread = Thread.currentThread().getName();
-            await().atMost(Duration.ofSeconds(10)).until(() -> {
-                topic.releaseHeldWrites();
-                return completedOn.stream().allMatch(CompletableFuture::isDone);
-            });
-
-            assertThat(completedOn).extracting(CompletableFuture::join)
-                    .doesNotContain(failingThread, "io");
         }
     }
 }

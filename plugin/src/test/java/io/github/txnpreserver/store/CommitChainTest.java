@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
@@ -21,9 +22,10 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
 /**
- * The order of the commit chain: the outcome record is durable before the terminal log
- * entry, it is written in parallel with the end markers, and concurrent or failing ends
- * neither lose it nor multiply it.
+ * The order of the commit chain: the decided outcome is kept before the terminal log entry,
+ * its record is written after the decision (never before), the transaction's log entries are
+ * released only once the record is durable, and concurrent, failing or crashing ends neither
+ * lose it nor multiply it.
  */
 @DisplayName("The commit chain")
 class CommitChainTest {
@@ -45,55 +47,139 @@ class CommitChainTest {
     }
 
     @Test
-    void writesTheRecordInParallelWithTheFinishingEntryAndTheMarkersAndBeforeTheTerminalEntry() {
+    void keepsTheOutcomeBeforeTheTerminalEntryAndReleasesTheLogOnlyOnceItsRecordIsDurable() {
         TxnID txn = openWithPartition();
         String key = CoordinatorHarness.key(txn);
-        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING"));
+        coordinator.stateTopic().holdWrites();
 
-        CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-        assertThat(coordinator.callLog().calls()).as("the record does not wait for the finishing entry")
-                .contains("state-write " + key);
-        coordinator.transactionLog().releaseHeldAppends();
-        await(commit);
+        await(coordinator.commit(txn, ALICE));
 
-        List<String> calls = coordinator.callLog().calls();
-        assertThat(calls).containsSubsequence("state-write " + key, "log COMMITTED " + key);
-        assertThat(calls).containsSubsequence("log COMMITTING " + key, "marker COMMIT " + PARTITION + " " + key,
-                "log COMMITTED " + key);
+        assertThat(coordinator.callLog().calls()).as("the commit does not wait for the state topic")
+                .containsSubsequence("log COMMITTING " + key, "marker COMMIT " + PARTITION + " " + key,
+                        "log COMMITTED " + key)
+                .doesNotContain("log released " + key);
+        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.KEPT);
+        await(coordinator.commit(txn, ALICE));
+
+        coordinator.stateTopic().releaseHeldWrites();
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+                .contains("log released " + key));
+        assertThat(coordinator.callLog().calls()).containsSubsequence("state-write " + key, "log released " + key);
         assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
     }
 
     @Test
-    void whenAnEndRacingTheOtherWayWroteItsRecordLastTheDecidedOutcomeIsWrittenAgainBeforeTheEnd() {
+    void writesNothingBeforeTheOutcomeIsDecided() {
         TxnID txn = openWithPartition();
-        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING") || op.equals("ABORTING"));
+        String key = CoordinatorHarness.key(txn);
+        coordinator.holdMarkers(PARTITION);
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-        CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 2);
-        coordinator.transactionLog().releaseHeldAppends();
 
-        boolean committed = settle(commit);
-        boolean aborted = settle(timeoutAbort);
-        assertThat(committed).isNotEqualTo(aborted);
-        assertThat(coordinator.stateTopic().newestOutcomeOf(txn))
-                .isEqualTo(committed ? Outcome.COMMITTED : Outcome.ABORTED);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.heldMarkerCount() == 1);
+        assertThat(coordinator.callLog().calls()).contains("log COMMITTING " + key)
+                .noneMatch(call -> call.startsWith("state-write"));
+        coordinator.releaseMarkers(PARTITION);
+        await(commit);
+        assertThat(coordinator.callLog().calls()).containsSubsequence("marker COMMIT " + PARTITION + " " + key,
+                "state-write " + key);
+    }
+
+    /**
+     * The window the log covers: the broker dies after the terminal entry, before the
+     * outcome's record landed (the write is lost with it). The log still holds the
+     * transaction's entries, so the restart replays the terminal entry, keeps the outcome and
+     * writes its record.
+     */
+    @Test
+    void aCrashAfterTheTerminalEntryBeforeTheRecordLandedLosesNothing() {
+        TxnID committed = openWithPartition();
+        TxnID aborted = coordinator.open("bob");
+        coordinator.stateTopic().holdWrites();
+        await(coordinator.commit(committed, ALICE));
+        await(coordinator.abort(aborted, "bob"));
+        coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
 
-        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(committed ? Outcome.COMMITTED
-                : Outcome.ABORTED);
+        assertThat(coordinator.preserver().find(committed).outcome()).isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.preserver().find(committed).owner()).isEqualTo(ALICE);
+        assertThat(coordinator.preserver().find(aborted).outcome()).isEqualTo(Outcome.ABORTED);
+        assertThat(coordinator.preserver().find(aborted).owner()).isEqualTo("bob");
+        await(coordinator.commit(committed, ALICE));
+        assertThat(failureOf(coordinator.abort(committed, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
+        await(coordinator.abort(aborted, "bob"));
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+                .contains("log released " + CoordinatorHarness.key(committed)));
+        assertThat(coordinator.stateTopic().newestOutcomeOf(committed)).isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.stateTopic().newestOutcomeOf(aborted)).isEqualTo(Outcome.ABORTED);
+
+        coordinator.restart();
+
+        assertThat(coordinator.preserver().find(committed).outcome()).as("from the state topic now")
+                .isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.markerCount("ABORT", PARTITION, committed)).isZero();
     }
 
     @Test
-    void aSpeculativeRecordOfAnEndThatNeverHappenedIsShadowedAndThenReplaced() {
+    void aFailedRecordWriteIsWrittenAgainAndTheLogIsReleasedOnlyThen() {
         TxnID txn = openWithPartition();
-        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING"));
-        coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().liveTransactions()
-                .contains(CoordinatorHarness.key(txn)));
+        String key = CoordinatorHarness.key(txn);
+        coordinator.stateTopic().failNextWrites(2);
+
+        await(coordinator.commit(txn, ALICE));
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+                .contains("log released " + key));
+        assertThat(coordinator.callLog().calls()).containsSubsequence("state-write failed " + key,
+                "state-write failed " + key, "state-write " + key, "log released " + key);
+        assertThat(coordinator.callLog().calls()).containsSubsequence("log COMMITTED " + key, "log released " + key);
+        await(coordinator.commit(txn, ALICE));
+    }
+
+    /**
+     * A state topic unavailable so long that the bound of ended transactions waiting for it
+     * is reached: the terminal step is refused with an error the broker retries every
+     * second, and appends nothing, until the topic is back.
+     */
+    @Test
+    void onceTooManyEndsWaitForTheStateTopicTheTerminalStepIsRefusedUntilItIsBack() {
+        TxnID txn = openWithPartition();
+        coordinator.stateTopic().failNextWrites(Integer.MAX_VALUE);
+        coordinator.preserver().keepFromLog(new TxnID(CoordinatorHarness.TC_ID, 1_000), Outcome.COMMITTED, null,
+                CoordinatorHarness.START_MILLIS);
+        for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
+            coordinator.preserver().afterChangesDurable(() -> { });
+        }
+        await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTING, TxnStatus.OPEN, false));
+
+        Throwable failure = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED,
+                TxnStatus.COMMITTING, false));
+
+        assertThat(failure).isInstanceOf(PulsarClientException.BrokerPersistenceException.class);
+        assertThat(coordinator.callLog().calls()).doesNotContain("log COMMITTED " + CoordinatorHarness.key(txn));
+        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.FINISHING);
+        coordinator.stateTopic().failNextWrites(0);
+        CompletableFuture<Void> back = new CompletableFuture<>();
+        coordinator.preserver().afterChangesDurable(() -> back.complete(null));
+        await(back);
+        // The broker's retry.
+        await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED, TxnStatus.COMMITTING, false));
+        await(coordinator.commit(txn, ALICE));
+    }
+
+    /**
+     * What 0.4 wrote before the finishing entry was durable (a speculative record) may be
+     * restored for a transaction that is still OPEN: the live state shadows it, and the
+     * transaction's real end replaces it.
+     */
+    @Test
+    void aStaleRecordOfATransactionStillOpenIsShadowedAndThenReplaced() {
+        TxnID txn = openWithPartition();
+        coordinator.preserver().keepFromLog(txn, Outcome.COMMITTED, ALICE, CoordinatorHarness.START_MILLIS);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+                == Outcome.COMMITTED);
 
         coordinator.restart();
 
@@ -107,64 +193,26 @@ class CommitChainTest {
     }
 
     @Test
-    void neverAppendsTheTerminalEntryWhileTheRecordIsNotDurable() {
+    void whenAnEndRacesTheOtherWayTheRecordThatLandsIsTheDecidedOutcome() {
         TxnID txn = openWithPartition();
-        String key = CoordinatorHarness.key(txn);
-        coordinator.stateTopic().holdWrites();
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING") || op.equals("ABORTING"));
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 2);
+        coordinator.transactionLog().releaseHeldAppends();
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.markerCount("COMMIT", PARTITION, txn) == 1);
-        assertThat(coordinator.stateTopic().heldWriteCount()).isEqualTo(1);
-        assertThat(coordinator.callLog().calls()).doesNotContain("log COMMITTED " + key);
-        assertThat(commit).isNotDone();
+        boolean committed = settle(commit);
+        boolean aborted = settle(timeoutAbort);
+        assertThat(committed).isNotEqualTo(aborted);
+        Outcome decided = committed ? Outcome.COMMITTED : Outcome.ABORTED;
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn) == decided);
+        assertThat(coordinator.callLog().count("state-write " + CoordinatorHarness.key(txn))).isEqualTo(1);
 
-        coordinator.stateTopic().releaseHeldWrites();
+        coordinator.restart();
 
-        await(commit);
-        assertThat(coordinator.callLog().calls()).containsSubsequence("state-write " + key, "log COMMITTED " + key);
-    }
-
-    @Test
-    void sendsTheMarkersWhileTheRecordIsBeingWritten() {
-        TxnID txn = openWithPartition();
-        coordinator.stateTopic().holdWrites();
-
-        CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.markerCount("COMMIT", PARTITION, txn) == 1);
-        coordinator.stateTopic().releaseHeldWrites();
-        await(commit);
-    }
-
-    @Test
-    void aFailedRecordWriteFailsTheTerminalStepWithAnErrorTheBrokerRetries() {
-        TxnID txn = openWithPartition();
-        coordinator.stateTopic().failNextWrites(Integer.MAX_VALUE);
-        await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTING, TxnStatus.OPEN, false));
-
-        Throwable failure = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED,
-                TxnStatus.COMMITTING, false));
-
-        assertThat(failure).isInstanceOf(PulsarClientException.BrokerPersistenceException.class);
-        assertThat(coordinator.callLog().calls()).doesNotContain("log COMMITTED " + CoordinatorHarness.key(txn));
-        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.FINISHING);
-    }
-
-    @Test
-    void aFailedRecordWriteIsRetriedUntilDurableAndTheCommitThenSucceeds() {
-        TxnID txn = openWithPartition();
-        String key = CoordinatorHarness.key(txn);
-        coordinator.stateTopic().failNextWrites(2);
-
-        await(coordinator.commit(txn, ALICE));
-
-        List<String> calls = coordinator.callLog().calls();
-        assertThat(calls).containsSubsequence("state-write failed " + key, "state-write failed " + key,
-                "state-write " + key, "log COMMITTED " + key);
-        assertThat(calls.indexOf("log COMMITTED " + key)).isGreaterThan(calls.indexOf("state-write " + key));
-        assertThat(coordinator.preserver().find(txn)).isNotNull();
-        await(coordinator.commit(txn, ALICE));
+        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(decided);
     }
 
     @Test
@@ -180,6 +228,8 @@ class CommitChainTest {
 
         await(first);
         await(second);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+                .contains("log released " + key));
         assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
         assertThat(coordinator.callLog().count("log COMMITTED " + key)).isEqualTo(1);
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
@@ -277,8 +327,11 @@ class CommitChainTest {
 
             await(coordinator.commit(txn, ALICE));
 
-            assertThat(coordinator.callLog().calls()).containsSubsequence("state-write " + key,
-                    "log failed COMMITTED " + key, "log COMMITTED " + key);
+            assertThat(coordinator.callLog().calls()).containsSubsequence("log failed COMMITTED " + key,
+                    "log COMMITTED " + key);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+                    .contains("log released " + key));
+            assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
             assertThat(coordinator.callLog().calls()).noneMatch(call -> call.startsWith("state-delete"));
             assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.COMMITTED);
 
@@ -302,7 +355,8 @@ class CommitChainTest {
             coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
             CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
             await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-            assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.COMMITTED);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+                    == Outcome.COMMITTED);
             List<String> requestsBefore = coordinator.stateTopic().requests();
 
             // The timeout saw the transaction OPEN before the commit began, and now asks for ABORTING from OPEN.
@@ -331,7 +385,8 @@ class CommitChainTest {
             coordinator.transactionLog().holdAppends(op -> op.equals("ABORTED"));
             CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
             await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-            assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.ABORTED);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+                    == Outcome.ABORTED);
             List<String> requestsBefore = coordinator.stateTopic().requests();
 
             // The client's commit saw the transaction OPEN before the timeout began.
@@ -360,8 +415,9 @@ class CommitChainTest {
         void aTimeoutAbortLosingToACommitWhoseRecordIsStillInFlightWritesNothing() {
             TxnID txn = openWithPartition();
             coordinator.stateTopic().holdWrites();
+            coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
             CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() == 1);
 
             Throwable refused = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN,
                     true));
@@ -370,6 +426,7 @@ class CommitChainTest {
             assertThat(refused).isInstanceOf(InvalidTxnStatusException.class);
             assertThat(coordinator.stateTopic().requests()).containsExactly("write c0");
             coordinator.stateTopic().releaseHeldWrites();
+            coordinator.transactionLog().releaseHeldAppends();
             await(commit);
 
             coordinator.restart();
@@ -386,8 +443,8 @@ class CommitChainTest {
 
         /**
          * "The floor keeps a restored speculative outcome the decision contradicts". The
-         * commit's speculative record is durable, its COMMITTING entry is not when the broker
-         * dies; the restore puts COMMITTED into the block and into alice's floor; the
+         * commit's speculative record (0.4) is durable, its COMMITTING entry is not when the
+         * broker dies; the restore puts COMMITTED into the block and into alice's floor; the
          * transaction, still OPEN, times out and is aborted. In 45163af the abort rewrote the
          * block, not the floor entry: once the memory bound dropped the block, a lookup said
          * COMMITTED, and a retried commit succeeded of a transaction that was aborted.
@@ -395,8 +452,8 @@ class CommitChainTest {
         @Test
         void aTimeoutAbortAfterARestoredSpeculativeCommitIsWhatTheFloorAnswersOnceTheBlockIsDropped() {
             TxnID txn = openWithPartition();
-            coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING"));
-            coordinator.commit(txn, ALICE);
+            // What 0.4 wrote as the commit began.
+            coordinator.preserver().keepFromLog(txn, Outcome.COMMITTED, ALICE, CoordinatorHarness.START_MILLIS);
             await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                     == Outcome.COMMITTED);
             coordinator.restart();

@@ -23,7 +23,8 @@ import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
  * The coordinator's transaction log, in memory, behind a mock of {@link MLTransactionLogImpl}.
  * It survives a coordinator restart (the harness hands the same log to the new store), and
  * records each append in the {@link CallLog} as {@code log <op> <key>}, where op is NEW,
- * ADD_PARTITION, ADD_SUBSCRIPTION or the new status of an UPDATE.
+ * ADD_PARTITION, ADD_SUBSCRIPTION or the new status of an UPDATE, and each release of a
+ * transaction's entries (the cursor's delete) as {@code log released <key>}.
  */
 public final class InMemoryTransactionLog {
 
@@ -45,9 +46,7 @@ public final class InMemoryTransactionLog {
         MLTransactionLogImpl mock = mock(MLTransactionLogImpl.class);
         when(mock.append(any())).thenAnswer(call -> append(call.getArgument(0)));
         when(mock.deletePosition(anyList())).thenAnswer(call -> {
-            synchronized (this) {
-                deleted.addAll(call.getArgument(0));
-            }
+            release(call.getArgument(0));
             return CompletableFuture.completedFuture(null);
         });
         when(mock.closeAsync()).thenReturn(CompletableFuture.completedFuture(null));
@@ -125,6 +124,18 @@ public final class InMemoryTransactionLog {
         }
         write.run();
         return durable;
+    }
+
+    private void release(List<Position> released) {
+        java.util.Set<String> keys = new java.util.TreeSet<>();
+        synchronized (this) {
+            deleted.addAll(released);
+            for (Position position : released) {
+                TransactionMetadataEntry entry = entries.get((int) position.getEntryId());
+                keys.add(entry.getTxnidMostBits() + ":" + entry.getTxnidLeastBits());
+            }
+        }
+        keys.forEach(key -> callLog.record("log released " + key));
     }
 
     private void replay(TransactionLogReplayCallback callback) {

@@ -28,9 +28,12 @@ public final class CrashPoint {
         AFTER_FINISHING_ENTRY,
         /** The broker has just asked for the partitions to send the end markers to. */
         DURING_MARKERS,
-        /** The outcome record is durable and kept; the terminal entry is not written. */
-        AFTER_RECORD_BEFORE_TERMINAL_ENTRY,
-        /** The terminal COMMITTED/ABORTED entry is durable. */
+        /** The decided outcome is kept in memory (its record on its way); the terminal entry is not written. */
+        AFTER_KEPT_BEFORE_TERMINAL_ENTRY,
+        /**
+         * The terminal COMMITTED/ABORTED entry is durable; the outcome's record waits for its
+         * group (50 ms), so the transaction log is usually its only durable copy.
+         */
         AFTER_TERMINAL_ENTRY
     }
 

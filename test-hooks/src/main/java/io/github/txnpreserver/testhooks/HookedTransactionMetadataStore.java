@@ -48,9 +48,9 @@ final class HookedTransactionMetadataStore extends PreservingTransactionMetadata
     }
 
     @Override
-    protected CompletableFuture<Void> awaitDecidedRecord(TxnID txnId, Outcome decided, String owner) {
-        return super.awaitDecidedRecord(txnId, decided, owner)
-                .thenRun(() -> CrashPoint.reached(CrashPoint.Step.AFTER_RECORD_BEFORE_TERMINAL_ENTRY, 0));
+    protected CompletableFuture<Void> keepDecided(TxnID txnId, Outcome decided, String owner) {
+        return super.keepDecided(txnId, decided, owner)
+                .thenRun(() -> CrashPoint.reached(CrashPoint.Step.AFTER_KEPT_BEFORE_TERMINAL_ENTRY, 0));
     }
 
     @Override
