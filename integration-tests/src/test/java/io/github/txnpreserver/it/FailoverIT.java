@@ -128,6 +128,10 @@ class FailoverIT {
             }
             try (PulsarClient client = transactionalClient(newOwner.serviceUrl())) {
                 assertThat(Txns.readAll(client, topic)).containsExactly("on-new-owner");
+                // Records land with their group, shortly after the end.
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() ->
+                        StateTopicReader.records(client, "persistent://pulsar/system/__terminated_txn_state_0")
+                                .contains(staleKey + " ABORTED"));
                 assertThat(StateTopicReader.records(client, "persistent://pulsar/system/__terminated_txn_state_0"))
                         .as("no record of the old owner's commit landed")
                         .filteredOn(record -> record.startsWith(staleKey + " "))

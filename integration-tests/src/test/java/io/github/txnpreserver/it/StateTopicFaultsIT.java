@@ -285,6 +285,10 @@ class StateTopicFaultsIT {
     private static void assertOutcomesSurviveARestart(LocalPulsar pulsar, int count) throws Exception {
         List<TxnID> kept = new ArrayList<>();
         try (PulsarClient reader = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build()) {
+            // Records land with their group, shortly after the end (after a fence, once the
+            // coordinator has opened again and replayed the log).
+            Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(500))
+                    .until(() -> StateTopicReader.liveTransactions(reader, STATE_TOPIC).size() >= count);
             for (String txn : StateTopicReader.liveTransactions(reader, STATE_TOPIC)) {
                 int colon = txn.indexOf(':');
                 kept.add(new TxnID(Long.parseLong(txn.substring(0, colon)), Long.parseLong(txn.substring(colon + 1))));
