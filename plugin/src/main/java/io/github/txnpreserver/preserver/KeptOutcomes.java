@@ -44,8 +44,9 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * entry is durable). Once decided, nothing changes the transaction's entry until it ends
  * ({@link #ended}): a retried terminal step writes nothing. An entry is consulted for
  * lookups only once the live store no longer has the transaction, after its terminal
- * entry. {@link #generationIfClean} tells the writer that every change made so far went
- * out: the transaction log releases an ended transaction's entries only then.
+ * entry. {@link #lastDrainGeneration} and {@link #generationIfDrained} tell the writer which
+ * changes went out: the transaction log releases an ended transaction's entries only once
+ * its change is durable.
  *
  * <p>Thread-safe: lookups come from Netty and Jetty threads, ends from store and client
  * threads. Every operation but restore's merge and expiry touches one block, so one monitor
@@ -72,6 +73,7 @@ public final class KeptOutcomes {
     private final Long2ObjectOpenHashMap<Pending> pending = new Long2ObjectOpenHashMap<>();
     private final Long2LongLinkedOpenHashMap dirty = new Long2LongLinkedOpenHashMap();
     private long generation;
+    private long lastDrainGeneration = -1;
     private long blockBytes;
     private long blockOutcomes;
     private volatile long bytes;
@@ -163,9 +165,30 @@ public final class KeptOutcomes {
         return generation;
     }
 
-    /** The generation of the newest change if no block is dirty (every change was taken to send), else -1. */
-    public synchronized long generationIfClean() {
+    /**
+     * The generation of the newest change if every dirty block is one held back while
+     * restoring (every other change was taken to send), else -1.
+     */
+    public synchronized long generationIfDrained() {
+        if (restoring) {
+            for (long index : dirty.keySet()) {
+                if (index > restoreFrontierBlock) {
+                    return -1;
+                }
+            }
+            return generation;
+        }
         return dirty.isEmpty() ? generation : -1;
+    }
+
+    /** The generation of the newest change when {@link #drainDirty} last ran: it took every change up to it but the held-back ones. */
+    public synchronized long lastDrainGeneration() {
+        return lastDrainGeneration;
+    }
+
+    /** Whether a change to this sequence's block is held back until the restore is done. */
+    public synchronized boolean heldBack(long sequence) {
+        return restoring && OutcomeBlock.indexOf(sequence) <= restoreFrontierBlock;
     }
 
     /** The kept outcome of a transaction, or null. */
@@ -200,7 +223,7 @@ public final class KeptOutcomes {
         floor.expire(through, this::floorEntryRemoved);
         for (OutcomeBlock block = oldest; block != null; ) {
             OutcomeBlock next = block.newer;
-            if (block.pins == 0) {
+            if (droppable(block)) {
                 if (block.count() == 0 || block.maxTime() <= through) {
                     drop(block);
                 } else if (block.minTime() <= through) {
@@ -223,7 +246,7 @@ public final class KeptOutcomes {
      */
     public synchronized int evictOldest() {
         for (OutcomeBlock block = oldest; block != null; block = block.newer) {
-            if (block.pins == 0) {
+            if (droppable(block)) {
                 int outcomes = block.count();
                 droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
                 // Its floor entries stay kept: they are not evictions.
@@ -239,7 +262,7 @@ public final class KeptOutcomes {
     /** The newest end time in the block {@link #evictOldest} would drop, or null if none. */
     public synchronized Long oldestEvictableMillis() {
         for (OutcomeBlock block = oldest; block != null; block = block.newer) {
-            if (block.pins == 0) {
+            if (droppable(block)) {
                 return millisOf(block.maxTime());
             }
         }
@@ -262,6 +285,7 @@ public final class KeptOutcomes {
             writes.add(new BlockWrite(index, entry.getLongValue(), recordOf(index)));
             entries.remove();
         }
+        lastDrainGeneration = generation;
         publish();
         return writes;
     }
@@ -446,6 +470,15 @@ public final class KeptOutcomes {
     private int expiredThrough(long nowMillis) {
         long through = Math.floorDiv(nowMillis - timeToLiveMillis - TIME_EPOCH_MILLIS, 1000);
         return (int) Math.max(Integer.MIN_VALUE + 1L, Math.min(Integer.MAX_VALUE, through));
+    }
+
+    /**
+     * No end in progress holds the block, and it is not held back while restoring: dropped
+     * then, its floor entries and its changes would meet the restored record of the same key
+     * (which lacks them) in the merge.
+     */
+    private boolean droppable(OutcomeBlock block) {
+        return block.pins == 0 && !(restoring && block.index <= restoreFrontierBlock);
     }
 
     private Pending pin(long sequence) {

@@ -15,6 +15,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
@@ -86,6 +87,11 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private final CompletableFuture<Void> restored = new CompletableFuture<>();
     /** Actions waiting for the changes made before them to be durable, in the order they came. */
     private final ArrayDeque<AfterDurable> afterDurable = new ArrayDeque<>();
+    /**
+     * Actions that wait for changes held back while restoring (guarded by {@link #afterDurable}):
+     * once the restore is done they wait, in {@link #afterDurable}, for every change made by then.
+     */
+    private final ArrayDeque<Runnable> afterRestore = new ArrayDeque<>();
     /** On the executor only: every change up to this generation is durable in the state topic. */
     private long durableThrough;
     /**
@@ -258,13 +264,33 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     /**
      * Runs {@code action} once every change made so far is durable in the state topic (or
-     * superseded: a dropped block's tombstone landed), on this coordinator's executor. The
-     * transaction log releases an ended transaction's entries through it. Actions still
-     * waiting when the coordinator closes never run.
+     * superseded: a dropped block's tombstone landed), on this coordinator's executor.
+     * Actions still waiting when the coordinator closes never run.
      */
     public void afterChangesDurable(Runnable action) {
+        enqueue(action, OptionalLong.empty());
+    }
+
+    /**
+     * Runs {@code action} once the outcome of a transaction that ended here (kept, or kept
+     * from the log) is durable in the state topic, on this coordinator's executor: the
+     * transaction log releases the transaction's entries through it. Only an outcome in a
+     * block held back while restoring waits for the restore. Actions still waiting when the
+     * coordinator closes never run: the log keeps those entries, and the next owner replays them.
+     */
+    public void afterOutcomeDurable(long sequence, Runnable action) {
+        enqueue(action, OptionalLong.of(sequence));
+    }
+
+    private void enqueue(Runnable action, OptionalLong sequence) {
         boolean idle;
         synchronized (afterDurable) {
+            // Checked under the lock the restore's end takes to move what waits for it.
+            boolean held = sequence.isPresent() ? kept.heldBack(sequence.getAsLong()) : kept.isRestoring();
+            if (held) {
+                afterRestore.add(action);
+                return;
+            }
             afterDurable.add(new AfterDurable(kept.generation(), action));
             idle = !flushInFlight && !flushScheduled.get();
         }
@@ -275,7 +301,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     private int afterDurableCount() {
         synchronized (afterDurable) {
-            return afterDurable.size();
+            return afterDurable.size() + afterRestore.size();
         }
     }
 
@@ -457,6 +483,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         synchronized (afterDurable) {
             // Never run: the log keeps those entries, and the next owner replays them.
             afterDurable.clear();
+            afterRestore.clear();
         }
         kept.clear();
         return stateTopic.closeAsync();
@@ -489,7 +516,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             return;
         }
         if (!flushInFlight) {
-            vouch(kept.generationIfClean());
+            vouch(kept.generationIfDrained());
         }
         List<Runnable> ready = new ArrayList<>();
         synchronized (afterDurable) {
@@ -525,8 +552,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             runDurableActions();
             return;
         }
-        // Blocks held back while restoring stay dirty: then this flush vouches for nothing.
-        inFlightThrough = kept.generationIfClean();
+        // Blocks held back while restoring stay dirty: what waits for them waits for the restore.
+        inFlightThrough = kept.lastDrainGeneration();
         flushInFlight = true;
         long startNanos = System.nanoTime();
         List<CompletableFuture<Void>> sends = new ArrayList<>(batch.size());
@@ -794,6 +821,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             return;
         }
         List<KeptOutcomes.BlockWrite> migrated = kept.mergeRestored(read, clock.millis());
+        synchronized (afterDurable) {
+            // The held-back blocks are written from now on: what waited for them waits for
+            // everything made by now.
+            long now = kept.generation();
+            afterRestore.forEach(action -> afterDurable.add(new AfterDurable(now, action)));
+            afterRestore.clear();
+        }
         List<String> legacyKeys = read.legacyKeys();
         stats.restoredRecords = records;
         stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);

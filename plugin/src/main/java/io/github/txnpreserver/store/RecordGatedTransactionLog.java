@@ -3,7 +3,10 @@ package io.github.txnpreserver.store;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
@@ -17,6 +20,9 @@ import org.apache.pulsar.transaction.coordinator.impl.TxnLogBufferedWriterConfig
 import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
 import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry.TransactionMetadataOp;
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
+import org.apache.pulsar.transaction.coordinator.util.TransactionUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The coordinator's transaction log, whose entries of an ended transaction are released only
@@ -26,28 +32,38 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * preserver writes it in groups (docs/DESIGN.md, "The log is the outcome's first copy").
  *
  * <p>It is an {@link MLTransactionLogImpl} (the stock store's declared type) that delegates
- * every call to the opened log, changing two of them:
+ * every call to the opened log, changing three of them:
  * <ul>
- *   <li>{@link #deletePosition}: answered at once, done once every outcome the preserver
- *       holds now is durable. The stock store waits for the answer only to drop a replayed
+ *   <li>{@link #append}: notes the position of each terminal entry, by identity (positions
+ *       of one batched entry are equal), with its transaction.</li>
+ *   <li>{@link #deletePosition}: a release that holds a noted terminal entry is answered at
+ *       once and done once that transaction's outcome is durable; any other release (of an
+ *       entry the stock store refused, or of a transaction it no longer knows) is done at
+ *       once, as stock. The stock store waits for the answer only to drop a replayed
  *       transaction from its map, which must not wait for the state topic.</li>
- *   <li>{@link #replayAsync}: the terminal entry of a transaction whose first entry is still
- *       in the log gives the preserver its outcome, with the owner of that first entry and
- *       the terminal entry's time, before the stock store sees the entry. A terminal entry
- *       whose first entry is gone was released, so its outcome was durable already.</li>
+ *   <li>{@link #replayAsync}: a terminal entry that the stock replay accepts (its
+ *       transaction's first entry is still in the log, and the status change is one the
+ *       stock store makes, checked here by the same rule before the stock store sees the
+ *       entry) gives the preserver its outcome, with the owner of that first entry and the
+ *       terminal entry's time. A terminal entry whose first entry is gone was released, so its
+ *       outcome was durable already.</li>
  * </ul>
  */
 public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
 
-    private final MLTransactionLogImpl log;
-    private final TransactionMetadataPreserver preserver;
+    private static final Logger log = LoggerFactory.getLogger(RecordGatedTransactionLog.class);
 
-    private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl log,
+    private final MLTransactionLogImpl delegate;
+    private final TransactionMetadataPreserver preserver;
+    /** Terminal entries appended or replayed and not released yet: their transaction's sequence. */
+    private final Map<Position, Long> terminalEntries = Collections.synchronizedMap(new IdentityHashMap<>());
+
+    private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl delegate,
                                       TransactionMetadataPreserver preserver) {
         // The superclass's state is never used: every method is delegated.
         super(tcId, null, new ManagedLedgerConfig(), new TxnLogBufferedWriterConfig(), null,
                 DisabledTxnLogBufferedWriterMetricsStats.DISABLED_BUFFERED_WRITER_METRICS);
-        this.log = log;
+        this.delegate = delegate;
         this.preserver = preserver;
     }
 
@@ -58,42 +74,69 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
 
     @Override
     public CompletableFuture<Void> initialize() {
-        return log.initialize();
+        return delegate.initialize();
     }
 
     @Override
     public CompletableFuture<Position> append(TransactionMetadataEntry entry) {
-        return log.append(entry);
+        if (!isTerminal(entry)) {
+            return delegate.append(entry);
+        }
+        long sequence = entry.getTxnidLeastBits();
+        // Noted before the stock store's callback on the same future releases the entries.
+        return delegate.append(entry).thenApply(position -> {
+            terminalEntries.put(position, sequence);
+            return position;
+        });
     }
 
     @Override
     public CompletableFuture<Void> deletePosition(List<Position> positions) {
-        preserver.afterChangesDurable(() -> log.deletePosition(positions));
+        Long sequence = null;
+        for (Position position : positions) {
+            Long ended = terminalEntries.remove(position);
+            if (ended != null) {
+                sequence = ended;
+            }
+        }
+        if (sequence == null) {
+            return delegate.deletePosition(positions);
+        }
+        preserver.afterOutcomeDurable(sequence, () -> delegate.deletePosition(positions));
         return CompletableFuture.completedFuture(null);
     }
 
     @Override
     public void replayAsync(TransactionLogReplayCallback callback) {
-        log.replayAsync(new OutcomeTap(callback));
+        delegate.replayAsync(new OutcomeTap(callback));
     }
 
     @Override
     public CompletableFuture<Void> closeAsync() {
-        return log.closeAsync();
+        return delegate.closeAsync();
     }
 
     @Override
     public ManagedLedger getManagedLedger() {
-        return log.getManagedLedger();
+        return delegate.getManagedLedger();
     }
 
-    /** Keeps the outcomes of the terminal entries a replay meets, then hands each entry on. */
+    private static boolean isTerminal(TransactionMetadataEntry entry) {
+        return entry.getMetadataOp() == TransactionMetadataOp.UPDATE && entry.hasNewStatus()
+                && (entry.getNewStatus() == TxnStatus.COMMITTED || entry.getNewStatus() == TxnStatus.ABORTED);
+    }
+
+    /**
+     * Keeps the outcomes of the terminal entries the stock replay accepts, then hands each
+     * entry on. It follows each transaction's status as the stock replay does
+     * ({@code TxnMetaImpl.updateTxnStatus}: the expected status, then an allowed change), so
+     * that an entry the stock store appended and then refused is not taken for an outcome.
+     */
     private final class OutcomeTap implements TransactionLogReplayCallback {
-        private static final String NO_OWNER = new String("");
 
         private final TransactionLogReplayCallback stock;
-        /** Owners of the transactions whose first entry was replayed and that have not ended yet. */
-        private final Long2ObjectOpenHashMap<String> owners = new Long2ObjectOpenHashMap<>();
+        /** The transactions whose first entry was replayed and that have not ended yet. */
+        private final Long2ObjectOpenHashMap<Replayed> live = new Long2ObjectOpenHashMap<>();
 
         OutcomeTap(TransactionLogReplayCallback stock) {
             this.stock = stock;
@@ -101,25 +144,58 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
 
         @Override
         public void handleMetadataEntry(Position position, TransactionMetadataEntry entry) {
-            long sequence = entry.getTxnidLeastBits();
-            if (entry.getMetadataOp() == TransactionMetadataOp.NEW) {
-                owners.put(sequence, entry.hasOwner() ? entry.getOwner() : NO_OWNER);
-            } else if (entry.getMetadataOp() == TransactionMetadataOp.UPDATE && entry.hasNewStatus()
-                    && (entry.getNewStatus() == TxnStatus.COMMITTED || entry.getNewStatus() == TxnStatus.ABORTED)) {
-                String owner = owners.remove(sequence);
-                if (owner != null) {
-                    preserver.keepFromLog(new TxnID(entry.getTxnidMostBits(), sequence),
-                            Outcome.of(entry.getNewStatus()), owner == NO_OWNER ? null : owner,
-                            entry.getLastModificationTime());
-                }
+            try {
+                follow(position, entry);
+            } catch (RuntimeException e) {
+                // Not ours to stop the coordinator over: the stock replay decides about the entry.
+                log.warn("Coordinator {}: could not take the outcome of transaction log entry {} at {}: {}",
+                        preserver.coordinatorId(), entry.getTxnidLeastBits(), position, e.toString());
             }
             stock.handleMetadataEntry(position, entry);
         }
 
+        private void follow(Position position, TransactionMetadataEntry entry) {
+            long sequence = entry.getTxnidLeastBits();
+            switch (entry.getMetadataOp()) {
+                case NEW -> {
+                    if (!live.containsKey(sequence)) {
+                        live.put(sequence, new Replayed(entry.hasOwner() ? entry.getOwner() : null));
+                    }
+                }
+                case UPDATE -> {
+                    Replayed replayed = live.get(sequence);
+                    if (replayed == null || !entry.hasNewStatus() || !entry.hasExpectedStatus()
+                            || replayed.status != entry.getExpectedStatus()
+                            || !TransactionUtil.canTransitionTo(replayed.status, entry.getNewStatus())) {
+                        return;
+                    }
+                    replayed.status = entry.getNewStatus();
+                    if (isTerminal(entry)) {
+                        live.remove(sequence);
+                        preserver.keepFromLog(new TxnID(entry.getTxnidMostBits(), sequence),
+                                Outcome.of(entry.getNewStatus()), replayed.owner, entry.getLastModificationTime());
+                        terminalEntries.put(position, sequence);
+                    }
+                }
+                default -> {
+                }
+            }
+        }
+
         @Override
         public void replayComplete() {
-            owners.clear();
+            live.clear();
             stock.replayComplete();
+        }
+    }
+
+    /** A replayed transaction's owner and status. */
+    private static final class Replayed {
+        final String owner;
+        TxnStatus status = TxnStatus.OPEN;
+
+        Replayed(String owner) {
+            this.owner = owner;
         }
     }
 }

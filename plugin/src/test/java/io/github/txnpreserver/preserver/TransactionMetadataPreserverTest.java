@@ -302,7 +302,7 @@ class TransactionMetadataPreserverTest {
         @Test
         void changesAreWrittenInGroupsOfTheGroupCommitInterval() throws Exception {
             TransactionMetadataPreserver grouping = restored(newPreserver(TC, 2, 100,
-                    new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()), Duration.ofMillis(300)));
+                    new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()), Duration.ofMillis(1500)));
             settle(grouping);
             long before = topic.valueCount();
 
@@ -310,7 +310,7 @@ class TransactionMetadataPreserverTest {
                 grouping.decide(txn(i), Outcome.COMMITTED, "alice");
                 grouping.ended(txn(i));
             }
-            Thread.sleep(100);
+            Thread.sleep(200);
             assertThat(topic.valueCount()).as("not yet").isEqualTo(before);
 
             await(afterDurable(grouping));
@@ -624,10 +624,15 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = newPreserver(2, 100);
 
             CompletableFuture<Void> restore = next.startRestore(300);
-            CompletableFuture<Void> inRestoredBlock = durably(next, txn(2), Outcome.ABORTED, "bob");
+            next.decide(txn(2), Outcome.ABORTED, "bob");
+            CompletableFuture<Void> inRestoredBlock = new CompletableFuture<>();
+            next.afterOutcomeDurable(2, () -> inRestoredBlock.complete(null));
             next.decide(txn(512), Outcome.COMMITTED, "bob");
+            CompletableFuture<Void> pastTheFrontier = new CompletableFuture<>();
+            next.afterOutcomeDurable(512, () -> pastTheFrontier.complete(null));
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(512)) == Outcome.COMMITTED);
+            await(pastTheFrontier);
+            assertThat(topic.newestOutcomeOf(txn(512))).isEqualTo(Outcome.COMMITTED);
             assertThat(next.isRestoring()).isTrue();
             assertThat(next.restored()).isNotDone();
             assertThat(next.find(txn(1))).as("not read yet").isNull();

@@ -51,8 +51,16 @@ class CommitChainTest {
         TxnID txn = openWithPartition();
         String key = CoordinatorHarness.key(txn);
         coordinator.stateTopic().holdWrites();
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
 
-        await(coordinator.commit(txn, ALICE));
+        CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        assertThat(coordinator.preserver().find(txn).outcome()).as("kept before the terminal entry")
+                .isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.store().resolver().resolve(txn).resolution()).as("still live")
+                .isEqualTo(Resolution.FINISHING);
+        coordinator.transactionLog().releaseHeldAppends();
+        await(commit);
 
         assertThat(coordinator.callLog().calls()).as("the commit does not wait for the state topic")
                 .containsSubsequence("log COMMITTING " + key, "marker COMMIT " + PARTITION + " " + key,
@@ -136,6 +144,30 @@ class CommitChainTest {
                 "state-write failed " + key, "state-write " + key, "log released " + key);
         assertThat(coordinator.callLog().calls()).containsSubsequence("log COMMITTED " + key, "log released " + key);
         await(coordinator.commit(txn, ALICE));
+    }
+
+    /**
+     * Review of 0.5, finding 2: the stock store appends a status change before it checks
+     * it, so a refused terminal entry can sit in the log (here a COMMITTED asked for while
+     * the transaction was OPEN), followed by the real end. The replay follows each
+     * transaction's status as the stock store does and takes only the real end.
+     */
+    @Test
+    void aTerminalEntryTheStockStoreRefusedIsNotTakenForTheOutcomeOnReplay() {
+        TxnID txn = openWithPartition();
+        coordinator.stateTopic().holdWrites();
+
+        assertThat(failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED, TxnStatus.COMMITTING,
+                false))).isInstanceOf(InvalidTxnStatusException.class);
+        assertThat(coordinator.callLog().calls()).contains("log COMMITTED " + CoordinatorHarness.key(txn));
+        await(coordinator.abort(txn, ALICE));
+        coordinator.stateTopic().dropHeldWrites();
+
+        coordinator.restart();
+
+        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+        await(coordinator.abort(txn, ALICE));
+        assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
     }
 
     /**
@@ -265,8 +297,10 @@ class CommitChainTest {
         TxnID txn = openWithPartition();
         String key = CoordinatorHarness.key(txn);
         coordinator.stateTopic().holdWrites();
+        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() == 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        coordinator.transactionLog().dropHeldAppends();
         coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
@@ -281,6 +315,9 @@ class CommitChainTest {
     void aRetryOfAnEndedTransactionDuringTheBackgroundRestoreWaitsForItAndGetsTheKeptOutcome() {
         TxnID txn = openWithPartition();
         await(coordinator.commit(txn, ALICE));
+        // Released: only the state topic has it now, not the log.
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+                .contains("log released " + CoordinatorHarness.key(txn)));
         coordinator.stateTopic().holdReads();
 
         coordinator.restartWithRestoreInBackground();

@@ -82,6 +82,12 @@ public final class InMemoryTransactionLog {
         failuresLeft = count;
     }
 
+    /** The held appends never happen (the broker died before they reached a bookie); nothing is held from now on. */
+    public synchronized void dropHeldAppends() {
+        holdWhen = op -> false;
+        heldAppends.clear();
+    }
+
     public synchronized int heldAppendCount() {
         return heldAppends.size();
     }
