@@ -378,6 +378,13 @@ public final class KeptOutcomes {
         }
         rebuildFloor();
         restoring = false;
+        // The held-back blocks' changes get generations newer than anything a flush during
+        // the restore vouched for (those flushes did not take them).
+        for (long index : dirty.keySet().toLongArray()) {
+            if (index <= restoreFrontierBlock) {
+                markDirty(index);
+            }
+        }
         publish();
         return migrated;
     }

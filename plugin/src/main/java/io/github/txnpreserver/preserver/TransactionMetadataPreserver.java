@@ -226,6 +226,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      *     transactions wait for the state topic (the caller's retry comes back later)
      */
     public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
+        if (closed) {
+            return CompletableFuture.failedFuture(new IllegalStateException("coordinator " + coordinatorId
+                    + " closed"));
+        }
         int waiting = afterDurableCount();
         if (waiting >= MAX_UNDURABLE_ENDS) {
             stats.endsRefusedWhileWaiting.increment();
@@ -285,6 +289,9 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private void enqueue(Runnable action, OptionalLong sequence) {
         boolean idle;
         synchronized (afterDurable) {
+            if (closed) {
+                return;
+            }
             // Checked under the lock the restore's end takes to move what waits for it.
             boolean held = sequence.isPresent() ? kept.heldBack(sequence.getAsLong()) : kept.isRestoring();
             if (held) {
@@ -299,9 +306,14 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         }
     }
 
+    /**
+     * Releases waiting for the state topic. Those waiting for the restore do not count: the
+     * replay queues one per ended transaction the log still holds, and they must not refuse
+     * the ends of new transactions while the restore reads.
+     */
     private int afterDurableCount() {
         synchronized (afterDurable) {
-            return afterDurable.size() + afterRestore.size();
+            return afterDurable.size();
         }
     }
 

@@ -37,9 +37,10 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #append}: notes the position of each terminal entry, by identity (positions
  *       of one batched entry are equal), with its transaction.</li>
  *   <li>{@link #deletePosition}: a release that holds a noted terminal entry is answered at
- *       once and done once that transaction's outcome is durable; any other release (of an
- *       entry the stock store refused, or of a transaction it no longer knows) is done at
- *       once, as stock. The stock store waits for the answer only to drop a replayed
+ *       once and done once that transaction's outcome is durable (a terminal entry the stock
+ *       store appended and then refused waits the same way: delayed, not lost); any other
+ *       release (of a transaction the stock store no longer knows, of an entry it refused)
+ *       is done at once, as stock. The stock store waits for the answer only to drop a replayed
  *       transaction from its map, which must not wait for the state topic.</li>
  *   <li>{@link #replayAsync}: a terminal entry that the stock replay accepts (its
  *       transaction's first entry is still in the log, and the status change is one the
@@ -102,7 +103,13 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
         if (sequence == null) {
             return delegate.deletePosition(positions);
         }
-        preserver.afterOutcomeDurable(sequence, () -> delegate.deletePosition(positions));
+        long ended = sequence;
+        preserver.afterOutcomeDurable(ended, () -> delegate.deletePosition(positions).exceptionally(error -> {
+            // As stock: the entries stay, and the next replay releases them again.
+            log.warn("Coordinator {}: could not release the transaction log entries of ended transaction {}: {}",
+                    preserver.coordinatorId(), ended, error.toString());
+            return null;
+        }));
         return CompletableFuture.completedFuture(null);
     }
 
@@ -164,7 +171,7 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
                 }
                 case UPDATE -> {
                     Replayed replayed = live.get(sequence);
-                    if (replayed == null || !entry.hasNewStatus() || !entry.hasExpectedStatus()
+                    if (replayed == null || !entry.hasNewStatus()
                             || replayed.status != entry.getExpectedStatus()
                             || !TransactionUtil.canTransitionTo(replayed.status, entry.getNewStatus())) {
                         return;
@@ -172,9 +179,10 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
                     replayed.status = entry.getNewStatus();
                     if (isTerminal(entry)) {
                         live.remove(sequence);
+                        // Noted first: should keeping fail, the release still waits for the next write.
+                        terminalEntries.put(position, sequence);
                         preserver.keepFromLog(new TxnID(entry.getTxnidMostBits(), sequence),
                                 Outcome.of(entry.getNewStatus()), replayed.owner, entry.getLastModificationTime());
-                        terminalEntries.put(position, sequence);
                     }
                 }
                 default -> {

@@ -24,6 +24,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
@@ -615,6 +616,39 @@ class TransactionMetadataPreserverTest {
             assertThat(next.find(txn(0))).isNull();
             assertThat(next.find(txn(256))).isNotNull();
             await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().equals(List.of("c1")));
+        }
+
+        /**
+         * Second review of 0.5, finding 1: a flush during the restore takes every block but
+         * the held-back ones and vouches for the generation of its drain. A release held back
+         * until the restore ends must not count as durable then: it waits for its own block's
+         * write after the restore.
+         */
+        @Test
+        void aReleaseHeldBackWhileRestoringWaitsForItsBlocksOwnWriteAfterTheRestore() {
+            topic.holdReads();
+            TransactionMetadataPreserver next = newPreserver(2, 100);
+            next.startRestore(1000);
+            next.keepFromLog(txn(5), Outcome.COMMITTED, "alice", NOW);
+            AtomicReference<Outcome> seen = new AtomicReference<>();
+            CompletableFuture<Void> released = new CompletableFuture<>();
+            next.afterOutcomeDurable(5, () -> {
+                seen.set(topic.newestOutcomeOf(txn(5)));
+                released.complete(null);
+            });
+            topic.holdWrites();
+            next.decide(txn(2000), Outcome.COMMITTED, "alice");
+            next.ended(txn(2000));
+            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+
+            topic.releaseReads();
+            await(next.restored());
+            await().atMost(Duration.ofSeconds(10)).until(() -> {
+                topic.releaseHeldWrites();
+                return released.isDone();
+            });
+
+            assertThat(seen.get()).as("its record had landed").isEqualTo(Outcome.COMMITTED);
         }
 
         @Test

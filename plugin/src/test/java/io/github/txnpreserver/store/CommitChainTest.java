@@ -90,6 +90,7 @@ class CommitChainTest {
                 .noneMatch(call -> call.startsWith("state-write"));
         coordinator.releaseMarkers(PARTITION);
         await(commit);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls().contains("state-write " + key));
         assertThat(coordinator.callLog().calls()).containsSubsequence("marker COMMIT " + PARTITION + " " + key,
                 "state-write " + key);
     }
