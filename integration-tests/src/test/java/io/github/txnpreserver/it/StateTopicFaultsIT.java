@@ -133,13 +133,20 @@ class StateTopicFaultsIT {
                         longestCommitNanos = Math.max(longestCommitNanos, System.nanoTime() - start);
                         values.add("value-" + i);
                     }
+                    // Commits do not wait for their records: the records meet the moving topic
+                    // until every one has landed (and at least ten unloads happened).
+                    try (PulsarClient reader = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build()) {
+                        List<String> expected = committed.stream().map(StateTopicReader::nameOf).toList();
+                        Awaitility.await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofSeconds(1))
+                                .until(() -> unloads.get() > 10 && StateTopicReader.liveTransactions(reader,
+                                        STATE_TOPIC).containsAll(expected));
+                    }
                 } finally {
                     running.set(false);
                     unloader.join();
                 }
-                assertThat(unloads.get()).as("unloads during the commits").isGreaterThan(10);
-                System.out.printf("state topic unloaded %d times during 60 commits; longest commit %.1f s%n",
-                        unloads.get(), longestCommitNanos / 1e9);
+                System.out.printf("state topic unloaded %d times while 60 commits and their records were written;"
+                        + " longest commit %.1f s%n", unloads.get(), longestCommitNanos / 1e9);
             }
 
             pulsar.stop();
@@ -165,6 +172,7 @@ class StateTopicFaultsIT {
     void aWriterFencedByAnotherProducerClosesTheCoordinatorWhichReopensAndTheCommitCompletes() throws Exception {
         try (LocalPulsar pulsar = LocalPulsar.start("state-fenced", Map.of("transactionMetaPersistCount", "10"))) {
             String topic = Txns.uniqueTopic("state-fenced");
+            List<TxnID> committed = new ArrayList<>();
             try (PulsarClient client = Txns.client(pulsar);
                  PulsarClient other = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build();
                  Producer<String> producer = Txns.producer(client, topic)) {
@@ -180,6 +188,7 @@ class StateTopicFaultsIT {
                 System.out.printf("fenced by another producer: the commit completed %.1f s after the fence%n",
                         (System.nanoTime() - start) / 1e9);
                 TxnID next = Txns.committed(client, producer, "next");
+                committed.addAll(List.of(before, afterFence.getTxnID(), next));
                 try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                     assertThat(retry.commit(before)).isEqualTo(EndAnswer.SUCCESS);
                     assertThat(retry.commit(afterFence.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
@@ -189,7 +198,7 @@ class StateTopicFaultsIT {
             }
             assertThat(Files.readString(pulsar.logFile())).as("not fenced back from the fenced writer")
                     .contains("closing the coordinator here, to be opened again where it is owned");
-            assertOutcomesSurviveARestart(pulsar, 3);
+            assertOutcomesSurviveARestart(pulsar, committed);
         }
     }
 
@@ -214,7 +223,7 @@ class StateTopicFaultsIT {
                 }
                 intruder.closeAsync();
             }
-            assertOutcomesSurviveARestart(pulsar, committed.size());
+            assertOutcomesSurviveARestart(pulsar, committed);
         }
     }
 
@@ -226,20 +235,21 @@ class StateTopicFaultsIT {
     void aTerminatedStateTopicIsCreatedAgainWithEveryKeptOutcome() throws Exception {
         try (LocalPulsar pulsar = LocalPulsar.start("state-terminated", Map.of("transactionMetaPersistCount", "10"))) {
             String topic = Txns.uniqueTopic("state-terminated");
+            List<TxnID> committed = new ArrayList<>();
             try (PulsarClient client = Txns.client(pulsar);
                  PulsarAdmin admin = Txns.admin(pulsar);
                  Producer<String> producer = Txns.producer(client, topic)) {
-                Txns.committed(client, producer, "before");
+                committed.add(Txns.committed(client, producer, "before"));
                 admin.topics().terminateTopic(STATE_TOPIC);
 
                 long start = System.nanoTime();
-                Txns.committed(client, producer, "after-termination");
+                committed.add(Txns.committed(client, producer, "after-termination"));
                 System.out.printf("state topic terminated: the next commit completed in %.1f s%n",
                         (System.nanoTime() - start) / 1e9);
-                Txns.committed(client, producer, "next");
+                committed.add(Txns.committed(client, producer, "next"));
                 assertThat(Txns.readAll(client, topic)).containsExactly("before", "after-termination", "next");
             }
-            assertOutcomesSurviveARestart(pulsar, 3);
+            assertOutcomesSurviveARestart(pulsar, committed);
         }
     }
 
@@ -256,6 +266,7 @@ class StateTopicFaultsIT {
                 "transactionMetaPersistCount", "10", "allowAutoTopicCreation", "false"))) {
             String topic = Txns.uniqueTopic("state-deleted-no-auto");
             TxnID before;
+            List<TxnID> committed;
             try (PulsarClient client = Txns.client(pulsar);
                  PulsarAdmin admin = Txns.admin(pulsar)) {
                 admin.topics().createNonPartitionedTopic(topic);
@@ -270,37 +281,33 @@ class StateTopicFaultsIT {
                     }
                     System.out.printf("state topic deleted: every kept outcome was in it again %.1f s later%n",
                             (System.nanoTime() - start) / 1e9);
-                    Txns.committed(client, producer, "after-deletion");
+                    TxnID after = Txns.committed(client, producer, "after-deletion");
                     assertThat(Txns.readAll(client, topic)).containsExactly("before", "after-deletion");
+                    committed = List.of(before, after);
                 }
             }
-            assertOutcomesSurviveARestart(pulsar, 2);
+            assertOutcomesSurviveARestart(pulsar, committed);
         }
     }
 
     /**
-     * The state topic holds at least {@code count} outcomes (every transaction these tests
-     * commit), all committed; after a restart each answers its retry with success.
+     * After a restart each committed transaction answers its retry with success, and the
+     * state topic holds every one of their outcomes.
      */
-    private static void assertOutcomesSurviveARestart(LocalPulsar pulsar, int count) throws Exception {
-        List<TxnID> kept = new ArrayList<>();
-        try (PulsarClient reader = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build()) {
-            // Records land with their group, shortly after the end (after a fence, once the
-            // coordinator has opened again and replayed the log).
-            Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(500))
-                    .until(() -> StateTopicReader.liveTransactions(reader, STATE_TOPIC).size() >= count);
-            for (String txn : StateTopicReader.liveTransactions(reader, STATE_TOPIC)) {
-                int colon = txn.indexOf(':');
-                kept.add(new TxnID(Long.parseLong(txn.substring(0, colon)), Long.parseLong(txn.substring(colon + 1))));
-            }
-        }
-        assertThat(kept).as("outcomes in the state topic").hasSizeGreaterThanOrEqualTo(count);
+    private static void assertOutcomesSurviveARestart(LocalPulsar pulsar, List<TxnID> committed) throws Exception {
         pulsar.stop();
         pulsar.start();
         try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
-            for (TxnID txn : kept) {
+            for (TxnID txn : committed) {
                 assertThat(retry.commit(txn)).as("retry of %s after a restart", txn).isEqualTo(EndAnswer.SUCCESS);
             }
+        }
+        // Whatever had not landed before (a coordinator closed here after a fence waits for a
+        // request or a restart to open again) was in the log, replayed and written.
+        List<String> expected = committed.stream().map(StateTopicReader::nameOf).toList();
+        try (PulsarClient reader = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build()) {
+            Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(500))
+                    .until(() -> StateTopicReader.liveTransactions(reader, STATE_TOPIC).containsAll(expected));
         }
     }
 }
