@@ -191,6 +191,16 @@ public final class KeptOutcomes {
         return restoring && OutcomeBlock.indexOf(sequence) <= restoreFrontierBlock;
     }
 
+    /**
+     * The generation of the newest change, or -1 if a change to this sequence's block (with
+     * {@code sequence} -1: to any block) is held back until the restore is done; one look
+     * for what waits for a change to be durable.
+     */
+    public synchronized long generationUnlessHeldBack(long sequence) {
+        boolean held = sequence < 0 ? restoring : heldBack(sequence);
+        return held ? -1 : generation;
+    }
+
     /** The kept outcome of a transaction, or null. */
     public synchronized KeptOutcome get(TxnID txnId) {
         if (txnId.getMostSigBits() != coordinatorId) {

@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
@@ -272,7 +271,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      * Actions still waiting when the coordinator closes never run.
      */
     public void afterChangesDurable(Runnable action) {
-        enqueue(action, OptionalLong.empty());
+        enqueue(action, -1);
     }
 
     /**
@@ -283,22 +282,23 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      * coordinator closes never run: the log keeps those entries, and the next owner replays them.
      */
     public void afterOutcomeDurable(long sequence, Runnable action) {
-        enqueue(action, OptionalLong.of(sequence));
+        enqueue(action, sequence);
     }
 
-    private void enqueue(Runnable action, OptionalLong sequence) {
+    /** @param sequence the transaction whose outcome the action waits for, or -1 for every change */
+    private void enqueue(Runnable action, long sequence) {
         boolean idle;
         synchronized (afterDurable) {
             if (closed) {
                 return;
             }
             // Checked under the lock the restore's end takes to move what waits for it.
-            boolean held = sequence.isPresent() ? kept.heldBack(sequence.getAsLong()) : kept.isRestoring();
-            if (held) {
+            long generation = kept.generationUnlessHeldBack(sequence);
+            if (generation < 0) {
                 afterRestore.add(action);
                 return;
             }
-            afterDurable.add(new AfterDurable(kept.generation(), action));
+            afterDurable.add(new AfterDurable(generation, action));
             idle = !flushInFlight && !flushScheduled.get();
         }
         if (idle) {
