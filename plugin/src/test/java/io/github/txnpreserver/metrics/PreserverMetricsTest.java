@@ -62,10 +62,13 @@ class PreserverMetricsTest {
         void countKeptOutcomesAnsweredRetriesAndWrites() {
             TxnID first = coordinator.open("alice");
             await(coordinator.commit(first, "alice"));
+            coordinator.awaitRecordDurable(first);
             TxnID second = coordinator.open("alice");
             await(coordinator.abort(second, "alice"));
+            coordinator.awaitRecordDurable(second);
             TxnID third = coordinator.open("alice");
             await(coordinator.commit(third, "alice"));
+            coordinator.awaitRecordDurable(third);
 
             await(coordinator.commit(third, "alice"));
             await(coordinator.abort(second, "alice"));
@@ -82,7 +85,7 @@ class PreserverMetricsTest {
             assertThat(value("pulsar_txn_preserver_evictions_total", "floor")).isZero();
             assertThat(value("pulsar_txn_preserver_kept_bytes")).isEqualTo(coordinator.preserver().keptBytes())
                     .isPositive();
-            assertThat(value("pulsar_txn_preserver_state_write_latency_seconds_count")).as("one flush per end")
+            assertThat(value("pulsar_txn_preserver_state_write_latency_seconds_count")).as("one flush per end, each awaited before the next")
                     .isEqualTo(3);
             assertThat(value("pulsar_txn_preserver_state_write_latency_seconds_bucket", "+Inf")).isEqualTo(3);
             assertThat(value("pulsar_txn_preserver_state_write_failures_total")).isZero();

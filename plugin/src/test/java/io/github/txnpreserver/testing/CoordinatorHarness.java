@@ -27,6 +27,7 @@ import org.apache.pulsar.transaction.coordinator.TransactionSubscription;
 import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
+import org.awaitility.Awaitility;
 
 /**
  * One transaction coordinator as the broker runs it: the stock
@@ -135,6 +136,12 @@ public final class CoordinatorHarness implements AutoCloseable {
 
     public long markerCount(String action, String partition, TxnID txn) {
         return callLog.count("marker " + action + " " + partition + " " + key(txn));
+    }
+
+    /** Waits until the ended transaction's record is durable: the log releases its entries only then. */
+    public void awaitRecordDurable(TxnID txn) {
+        Awaitility.await().atMost(Duration.ofSeconds(10))
+                .until(() -> callLog.calls().contains("log released " + key(txn)));
     }
 
     public static String key(TxnID txn) {
