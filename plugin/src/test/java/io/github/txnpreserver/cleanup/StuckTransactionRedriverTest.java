@@ -55,7 +55,7 @@ class StuckTransactionRedriverTest {
         coordinator.clock().advance(STUCK_AFTER);
         redriver.scan();
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isEqualTo(1);
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(1);
         await(coordinator.commit(txn, "alice"));
@@ -81,7 +81,7 @@ class StuckTransactionRedriverTest {
         coordinator.clock().advance(STUCK_AFTER);
 
         redriver.scan();
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog()
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog()
                 .count("marker refused COMMIT " + PARTITION + " " + CoordinatorHarness.key(txn)) == 2);
         redriver.scan();
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).as("backing off").isEqualTo(1);
@@ -97,7 +97,7 @@ class StuckTransactionRedriverTest {
         coordinator.clock().advance(Duration.ofSeconds(1));
         redriver.scan();
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
     }
 
@@ -113,7 +113,7 @@ class StuckTransactionRedriverTest {
         coordinator.clock().advance(STUCK_AFTER);
         redriver.scan();
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isEqualTo(1);
         assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
     }
@@ -124,7 +124,7 @@ class StuckTransactionRedriverTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().isEndActive(txn));
         redriver.scan();
 
         coordinator.clock().advance(STUCK_AFTER.multipliedBy(2));
@@ -132,7 +132,7 @@ class StuckTransactionRedriverTest {
 
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
         coordinator.transactionLog().releaseHeldAppends();
-        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         redriver.scan();
         assertThat(redriver.trackedCount()).isZero();
     }
@@ -154,7 +154,7 @@ class StuckTransactionRedriverTest {
             coordinator.preserver().afterChangesDurable(() -> { });
         }
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5))
+        await().atMost(Duration.ofSeconds(20))
                 .until(() -> coordinator.preserver().stats().endsRefusedWhileWaiting.sum() >= 1);
         redriver.scan();
 
@@ -173,7 +173,7 @@ class StuckTransactionRedriverTest {
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
         coordinator.releaseMarkers(PARTITION);
         coordinator.stateTopic().failNextWrites(0);
-        await().atMost(Duration.ofSeconds(10)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
     }
 }

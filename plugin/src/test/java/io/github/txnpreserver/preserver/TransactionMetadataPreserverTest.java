@@ -161,7 +161,7 @@ class TransactionMetadataPreserverTest {
             CompletableFuture<Void> durable = afterDurable(preserver);
 
             assertThat(decided).isCompletedWithValue(null);
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.heldWriteCount() == 1);
             assertThat(durable).isNotDone();
             topic.releaseHeldWrites();
             await(durable);
@@ -175,7 +175,7 @@ class TransactionMetadataPreserverTest {
             topic.holdWrites();
             List<CompletableFuture<Void>> ends = new ArrayList<>();
             ends.add(preserver.preserve(txn(0), Outcome.COMMITTED, "alice"));
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.heldWriteCount() == 1);
 
             for (long i = 1; i < 50; i++) {
                 ends.add(preserver.preserve(txn(i), i % 2 == 0 ? Outcome.COMMITTED : Outcome.ABORTED, "alice"));
@@ -196,7 +196,7 @@ class TransactionMetadataPreserverTest {
         void oneFlushCarriesOneMessagePerDirtyBlock() {
             topic.holdWrites();
             CompletableFuture<Void> first = preserver.preserve(txn(0), Outcome.COMMITTED, "alice");
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.heldWriteCount() == 1);
             List<CompletableFuture<Void>> ends = new ArrayList<>();
             for (long sequence : new long[] {256, 257, 258, 512, 513}) {
                 ends.add(preserver.preserve(txn(sequence), Outcome.COMMITTED, "bob"));
@@ -214,7 +214,7 @@ class TransactionMetadataPreserverTest {
         void aRetriedDecisionWritesNothingMore() {
             topic.holdWrites();
             CompletableFuture<Void> first = durably(preserver, txn(1), Outcome.COMMITTED, "alice");
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.heldWriteCount() == 1);
 
             CompletableFuture<Void> retried = durably(preserver, txn(1), Outcome.COMMITTED, "alice");
             assertThat(retried).isNotDone();
@@ -303,7 +303,7 @@ class TransactionMetadataPreserverTest {
         @Test
         void changesAreWrittenInGroupsOfTheGroupCommitInterval() throws Exception {
             TransactionMetadataPreserver grouping = restored(newPreserver(TC, 2, 100,
-                    new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()), Duration.ofMillis(1500)));
+                    new OutcomeMemoryBudget(config(2, 100).maxMemoryBytes()), Duration.ofSeconds(5)));
             settle(grouping);
             long before = topic.valueCount();
 
@@ -359,7 +359,7 @@ class TransactionMetadataPreserverTest {
             topic.deleteTopicAndComeBackEmpty();
 
             await(CompletableFuture.runAsync(preserver::checkTopicCreatedAgain, preserver.executor()));
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().equals(List.of("c0")));
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().equals(List.of("c0")));
             pace(preserver);
 
             assertThat(topic.compactionThresholds()).containsExactly(CompactionPacing.MIN_THRESHOLD_BYTES,
@@ -437,7 +437,7 @@ class TransactionMetadataPreserverTest {
 
             assertThat(preserver.find(txn(1))).isNull();
             assertThat(preserver.find(txn(256))).isNotNull();
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().equals(List.of("c1")));
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().equals(List.of("c1")));
             assertThat(callLog.calls()).contains("state-delete c0");
         }
     }
@@ -465,7 +465,7 @@ class TransactionMetadataPreserverTest {
             for (int i = 0; i < ends; i++) {
                 assertThat(bounded.find(txn(256L * i)) != null).as("block %d kept", i).isEqualTo(i >= ends - kept);
             }
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().size() == kept);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().size() == kept);
             assertThat(topic.liveKeys()).doesNotContain("c0").contains("c" + (ends - 1));
         }
 
@@ -615,7 +615,7 @@ class TransactionMetadataPreserverTest {
 
             assertThat(next.find(txn(0))).isNull();
             assertThat(next.find(txn(256))).isNotNull();
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().equals(List.of("c1")));
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().equals(List.of("c1")));
         }
 
         /**
@@ -639,11 +639,11 @@ class TransactionMetadataPreserverTest {
             topic.holdWrites();
             next.decide(txn(2000), Outcome.COMMITTED, "alice");
             next.ended(txn(2000));
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.heldWriteCount() == 1);
 
             topic.releaseReads();
             await(next.restored());
-            await().atMost(Duration.ofSeconds(10)).until(() -> {
+            await().atMost(Duration.ofSeconds(20)).until(() -> {
                 topic.releaseHeldWrites();
                 return released.isDone();
             });
@@ -719,7 +719,7 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             assertAnswersEveryMigratedOutcome(next);
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().stream().noneMatch(
                     LEGACY_KEYS::contains));
             assertThat(topic.liveKeys()).containsExactlyInAnyOrder("c0", "c1");
             assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":2", TC + ":3", TC + ":300");
@@ -733,7 +733,7 @@ class TransactionMetadataPreserverTest {
         void movesThemOnlyOnce() {
             appendLegacyRecords();
             TransactionMetadataPreserver first = restored(newPreserver(2, 100));
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().stream().noneMatch(
                     LEGACY_KEYS::contains));
             settle(first);
             topic.compact();
@@ -752,13 +752,13 @@ class TransactionMetadataPreserverTest {
             topic.holdWrites();
 
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 2);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.heldWriteCount() == 2);
             letScheduledWorkRun(next, 300);
 
             assertThat(topic.requests()).containsExactlyInAnyOrder("write c0", "write c1");
             topic.releaseHeldWrites();
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().stream().noneMatch(
                     LEGACY_KEYS::contains));
             List<String> requests = topic.requests();
             assertThat(requests.subList(0, 2)).containsExactlyInAnyOrder("write c0", "write c1");
@@ -779,7 +779,7 @@ class TransactionMetadataPreserverTest {
             topic.failNextWrites(Integer.MAX_VALUE);
 
             TransactionMetadataPreserver crashing = restored(newPreserver(2, 100));
-            await().atMost(Duration.ofSeconds(5)).until(() -> crashing.stats().recordWriteFailures.sum() >= 2);
+            await().atMost(Duration.ofSeconds(20)).until(() -> crashing.stats().recordWriteFailures.sum() >= 2);
             letScheduledWorkRun(crashing, 200);
 
             assertThat(topic.requests()).noneMatch(request -> request.startsWith("delete"));
@@ -792,7 +792,7 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver afterCrash = restored(newPreserver(2, 100));
 
             assertAnswersEveryMigratedOutcome(afterCrash);
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().stream().noneMatch(
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().stream().noneMatch(
                     LEGACY_KEYS::contains));
             topic.compact();
             assertAnswersEveryMigratedOutcome(restored(newPreserver(2, 100)));
@@ -808,7 +808,7 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             assertThat(next.find(txn(1)).outcome()).isEqualTo(Outcome.ABORTED);
-            await().atMost(Duration.ofSeconds(5)).until(() -> !topic.liveKeys().contains("s0:alice"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> !topic.liveKeys().contains("s0:alice"));
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.ABORTED);
         }
 
@@ -828,7 +828,7 @@ class TransactionMetadataPreserverTest {
 
             assertThat(next.find(txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(next.find(txn(2))).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "alice", NOW));
-            await().atMost(Duration.ofSeconds(5)).until(() -> !topic.liveKeys().contains("s0:alice"));
+            await().atMost(Duration.ofSeconds(20)).until(() -> !topic.liveKeys().contains("s0:alice"));
             settle(next);
             assertThat(topic.liveKeys()).containsExactly("c0");
             assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":2");
@@ -868,7 +868,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(1), Outcome.ABORTED, "alice");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.ABORTED);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.ABORTED);
             assertThat(topic.reopenCount()).isEqualTo(1);
         }
 
@@ -878,7 +878,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
             assertThat(topic.reopenCount()).isZero();
         }
 
@@ -890,7 +890,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(600), Outcome.COMMITTED, "carol");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().size() == 3);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().size() == 3);
             assertThat(callLog.calls()).contains("state-reopen recreated");
             assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300", TC + ":600");
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
@@ -905,7 +905,7 @@ class TransactionMetadataPreserverTest {
             preserver.checkTopicCreatedAgain();
             settle(preserver);
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.liveKeys().size() == 2);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.liveKeys().size() == 2);
             assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300");
             preserver.checkTopicCreatedAgain();
             settle(preserver);
@@ -919,7 +919,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.newestOutcomeOf(txn(1)) == Outcome.COMMITTED);
             assertThat(callLog.count("state-reopen failed")).isEqualTo(2);
             assertThat(topic.reopenCount()).isEqualTo(1);
         }
@@ -940,7 +940,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> released.get() == 1);
             letScheduledWorkRunQuietly(preserver, 300);
             assertThat(topic.reopenCount()).isZero();
             assertThat(released).hasValue(1);
@@ -964,7 +964,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> released.get() == 1);
             assertThat(topic.reopenCount()).isZero();
             assertThat(callLog.calls()).contains("state-reopen refused: fenced by another writer");
         }
@@ -984,12 +984,12 @@ class TransactionMetadataPreserverTest {
                 preserver.decide(txn(300), Outcome.COMMITTED, "alice");
                 return afterDurable(preserver);
             }, preserver.executor()));
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.heldWriteCount() == 2);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.heldWriteCount() == 2);
             topic.failNextWritesAs(StateTopic.WriteFailure.FENCED, StateTopic.WriteFailure.STUCK);
 
             topic.releaseHeldWrites();
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> released.get() == 1);
             letScheduledWorkRunQuietly(preserver, 300);
             assertThat(durable).as("nothing vouches for the records").isNotDone();
             assertThat(topic.reopenCount()).isZero();
@@ -1013,8 +1013,8 @@ class TransactionMetadataPreserverTest {
 
             assertThat(topic.reopenCount()).as("not while restoring").isZero();
             topic.releaseReads();
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.reopenCount() == 1);
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.newestOutcomeOf(txn(300)) == Outcome.COMMITTED);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.reopenCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.newestOutcomeOf(txn(300)) == Outcome.COMMITTED);
         }
 
         /**
@@ -1028,7 +1028,7 @@ class TransactionMetadataPreserverTest {
             topic.deleteTopic();
             topic.holdWritesAfterReopen();
             CompletableFuture<Void> durable = durably(preserver, txn(300), Outcome.COMMITTED, "alice");
-            await().atMost(Duration.ofSeconds(5)).until(() -> topic.reopenCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.reopenCount() == 1);
             settle(preserver);
 
             CompletableFuture<Void> later = afterDurable(preserver);
@@ -1052,7 +1052,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> asked.get() == 2);
+            await().atMost(Duration.ofSeconds(20)).until(() -> asked.get() == 2);
         }
 
         @Test
@@ -1067,7 +1067,7 @@ class TransactionMetadataPreserverTest {
 
             preserver.decide(txn(1), Outcome.COMMITTED, "alice");
 
-            await().atMost(Duration.ofSeconds(5)).until(() -> released.get() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> released.get() == 1);
             settle(preserver);
             assertThat(topic.reopenCount()).isZero();
             assertThat(callLog.calls()).contains("state-reopen refused: coordinator moved")
@@ -1091,7 +1091,7 @@ class TransactionMetadataPreserverTest {
             assertThat(preserver.stats().endsRefusedWhileWaiting.sum()).isEqualTo(1);
             assertThat(pending).noneMatch(CompletableFuture::isDone);
             topic.releaseHeldWrites();
-            await().atMost(Duration.ofSeconds(10)).until(() -> {
+            await().atMost(Duration.ofSeconds(20)).until(() -> {
                 topic.releaseHeldWrites();
                 return pending.stream().allMatch(CompletableFuture::isDone);
             });

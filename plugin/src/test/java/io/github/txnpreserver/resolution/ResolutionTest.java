@@ -49,7 +49,7 @@ class ResolutionTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.preserver().find(txn) != null);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.preserver().find(txn) != null);
 
         TxnMeta meta = await(coordinator.store().getTxnMeta(txn));
 
@@ -81,7 +81,7 @@ class ResolutionTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().isEndActive(txn));
 
         var finalAnswer = coordinator.store().resolver().awaitFinal(txn);
 
@@ -110,10 +110,10 @@ class ResolutionTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().isEndActive(txn));
         observed.add(resolutionOf(txn));
         coordinator.transactionLog().releaseHeldAppends();
-        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         observed.add(resolutionOf(txn));
         coordinator.clock().advance(Duration.ofHours(72));
         coordinator.preserver().expire();

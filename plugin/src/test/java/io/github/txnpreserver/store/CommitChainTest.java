@@ -54,7 +54,7 @@ class CommitChainTest {
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
         assertThat(coordinator.preserver().find(txn).outcome()).as("kept before the terminal entry")
                 .isEqualTo(Outcome.COMMITTED);
         assertThat(coordinator.store().resolver().resolve(txn).resolution()).as("still live")
@@ -71,7 +71,7 @@ class CommitChainTest {
 
         coordinator.stateTopic().releaseHeldWrites();
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
                 .contains("log released " + key));
         assertThat(coordinator.callLog().calls()).containsSubsequence("state-write " + key, "log released " + key);
         assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
@@ -85,12 +85,12 @@ class CommitChainTest {
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.heldMarkerCount() == 1);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.heldMarkerCount() == 1);
         assertThat(coordinator.callLog().calls()).contains("log COMMITTING " + key)
                 .noneMatch(call -> call.startsWith("state-write"));
         coordinator.releaseMarkers(PARTITION);
         await(commit);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls().contains("state-write " + key));
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls().contains("state-write " + key));
         assertThat(coordinator.callLog().calls()).containsSubsequence("marker COMMIT " + PARTITION + " " + key,
                 "state-write " + key);
     }
@@ -108,6 +108,7 @@ class CommitChainTest {
         coordinator.stateTopic().holdWrites();
         await(coordinator.commit(committed, ALICE));
         await(coordinator.abort(aborted, "bob"));
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
         coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
@@ -119,7 +120,7 @@ class CommitChainTest {
         await(coordinator.commit(committed, ALICE));
         assertThat(failureOf(coordinator.abort(committed, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
         await(coordinator.abort(aborted, "bob"));
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
                 .contains("log released " + CoordinatorHarness.key(committed)));
         assertThat(coordinator.stateTopic().newestOutcomeOf(committed)).isEqualTo(Outcome.COMMITTED);
         assertThat(coordinator.stateTopic().newestOutcomeOf(aborted)).isEqualTo(Outcome.ABORTED);
@@ -139,7 +140,7 @@ class CommitChainTest {
 
         await(coordinator.commit(txn, ALICE));
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
                 .contains("log released " + key));
         assertThat(coordinator.callLog().calls()).containsSubsequence("state-write failed " + key,
                 "state-write failed " + key, "state-write " + key, "log released " + key);
@@ -162,6 +163,7 @@ class CommitChainTest {
                 false))).isInstanceOf(InvalidTxnStatusException.class);
         assertThat(coordinator.callLog().calls()).contains("log COMMITTED " + CoordinatorHarness.key(txn));
         await(coordinator.abort(txn, ALICE));
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
         coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
@@ -211,7 +213,7 @@ class CommitChainTest {
     void aStaleRecordOfATransactionStillOpenIsShadowedAndThenReplaced() {
         TxnID txn = openWithPartition();
         coordinator.preserver().keepFromLog(txn, Outcome.COMMITTED, ALICE, CoordinatorHarness.START_MILLIS);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                 == Outcome.COMMITTED);
 
         coordinator.restart();
@@ -231,16 +233,16 @@ class CommitChainTest {
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING") || op.equals("ABORTING"));
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
         CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 2);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 2);
         coordinator.transactionLog().releaseHeldAppends();
 
         boolean committed = settle(commit);
         boolean aborted = settle(timeoutAbort);
         assertThat(committed).isNotEqualTo(aborted);
         Outcome decided = committed ? Outcome.COMMITTED : Outcome.ABORTED;
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn) == decided);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn) == decided);
         assertThat(coordinator.callLog().count("state-write " + CoordinatorHarness.key(txn))).isEqualTo(1);
 
         coordinator.restart();
@@ -256,12 +258,12 @@ class CommitChainTest {
 
         CompletableFuture<Void> first = coordinator.commit(txn, ALICE);
         CompletableFuture<Void> second = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
         coordinator.transactionLog().releaseHeldAppends();
 
         await(first);
         await(second);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
                 .contains("log released " + key));
         assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
         assertThat(coordinator.callLog().count("log COMMITTED " + key)).isEqualTo(1);
@@ -275,7 +277,7 @@ class CommitChainTest {
 
         CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
         coordinator.transactionLog().releaseHeldAppends();
 
         boolean committed = settle(commit);
@@ -300,14 +302,17 @@ class CommitChainTest {
         coordinator.stateTopic().holdWrites();
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
         coordinator.transactionLog().dropHeldAppends();
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
         coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().count("log COMMITTED " + key) == 1);
-        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().count("log COMMITTED " + key) == 1);
+        // The log notes the append before its future completes, and the outcome is kept on completion.
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().resolver().resolve(txn).resolution()
+                == Resolution.KEPT);
         await(coordinator.commit(txn, ALICE));
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
     }
@@ -317,7 +322,7 @@ class CommitChainTest {
         TxnID txn = openWithPartition();
         await(coordinator.commit(txn, ALICE));
         // Released: only the state topic has it now, not the log.
-        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
                 .contains("log released " + CoordinatorHarness.key(txn)));
         coordinator.stateTopic().holdReads();
 
@@ -367,7 +372,7 @@ class CommitChainTest {
 
             assertThat(coordinator.callLog().calls()).containsSubsequence("log failed COMMITTED " + key,
                     "log COMMITTED " + key);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls()
+            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
                     .contains("log released " + key));
             assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
             assertThat(coordinator.callLog().calls()).noneMatch(call -> call.startsWith("state-delete"));
@@ -392,8 +397,8 @@ class CommitChainTest {
             TxnID txn = openWithPartition();
             coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
             CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                     == Outcome.COMMITTED);
             List<String> requestsBefore = coordinator.stateTopic().requests();
 
@@ -422,8 +427,8 @@ class CommitChainTest {
             TxnID txn = openWithPartition();
             coordinator.transactionLog().holdAppends(op -> op.equals("ABORTED"));
             CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                     == Outcome.ABORTED);
             List<String> requestsBefore = coordinator.stateTopic().requests();
 
@@ -455,7 +460,7 @@ class CommitChainTest {
             coordinator.stateTopic().holdWrites();
             coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
             CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() == 1);
 
             Throwable refused = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN,
                     true));
@@ -492,7 +497,7 @@ class CommitChainTest {
             TxnID txn = openWithPartition();
             // What 0.4 wrote as the commit began.
             coordinator.preserver().keepFromLog(txn, Outcome.COMMITTED, ALICE, CoordinatorHarness.START_MILLIS);
-            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                     == Outcome.COMMITTED);
             coordinator.restart();
             assertThat(coordinator.preserver().find(txn).outcome()).as("restored speculative record")

@@ -140,7 +140,7 @@ public final class CoordinatorHarness implements AutoCloseable {
 
     /** Waits until the ended transaction's record is durable: the log releases its entries only then. */
     public void awaitRecordDurable(TxnID txn) {
-        Awaitility.await().atMost(Duration.ofSeconds(10))
+        Awaitility.await().atMost(Duration.ofSeconds(20))
                 .until(() -> callLog.calls().contains("log released " + key(txn)));
     }
 

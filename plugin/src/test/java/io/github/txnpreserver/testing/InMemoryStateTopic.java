@@ -477,9 +477,10 @@ public final class InMemoryStateTopic implements StateTopic {
                 return;
             }
             synchronized (this) {
+                // One step for whoever watches the topic and whoever watches the call log.
                 log.add(new Entry(key, value));
+                subjects.forEach(subject -> callLog.record(call + subject));
             }
-            subjects.forEach(subject -> callLog.record(call + subject));
             durable.complete(null);
         };
         synchronized (this) {
