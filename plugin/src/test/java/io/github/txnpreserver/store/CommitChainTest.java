@@ -71,8 +71,7 @@ class CommitChainTest {
 
         coordinator.stateTopic().releaseHeldWrites();
 
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
-                .contains("log released " + key));
+        coordinator.awaitRecordDurable(txn);
         assertThat(coordinator.callLog().calls()).containsSubsequence("state-write " + key, "log released " + key);
         assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
     }
@@ -120,8 +119,7 @@ class CommitChainTest {
         await(coordinator.commit(committed, ALICE));
         assertThat(failureOf(coordinator.abort(committed, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
         await(coordinator.abort(aborted, "bob"));
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
-                .contains("log released " + CoordinatorHarness.key(committed)));
+        coordinator.awaitRecordDurable(committed);
         assertThat(coordinator.stateTopic().newestOutcomeOf(committed)).isEqualTo(Outcome.COMMITTED);
         assertThat(coordinator.stateTopic().newestOutcomeOf(aborted)).isEqualTo(Outcome.ABORTED);
 
@@ -140,8 +138,7 @@ class CommitChainTest {
 
         await(coordinator.commit(txn, ALICE));
 
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
-                .contains("log released " + key));
+        coordinator.awaitRecordDurable(txn);
         assertThat(coordinator.callLog().calls()).containsSubsequence("state-write failed " + key,
                 "state-write failed " + key, "state-write " + key, "log released " + key);
         assertThat(coordinator.callLog().calls()).containsSubsequence("log COMMITTED " + key, "log released " + key);
@@ -263,8 +260,7 @@ class CommitChainTest {
 
         await(first);
         await(second);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
-                .contains("log released " + key));
+        coordinator.awaitRecordDurable(txn);
         assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
         assertThat(coordinator.callLog().count("log COMMITTED " + key)).isEqualTo(1);
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
@@ -322,8 +318,7 @@ class CommitChainTest {
         TxnID txn = openWithPartition();
         await(coordinator.commit(txn, ALICE));
         // Released: only the state topic has it now, not the log.
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
-                .contains("log released " + CoordinatorHarness.key(txn)));
+        coordinator.awaitRecordDurable(txn);
         coordinator.stateTopic().holdReads();
 
         coordinator.restartWithRestoreInBackground();
@@ -372,8 +367,7 @@ class CommitChainTest {
 
             assertThat(coordinator.callLog().calls()).containsSubsequence("log failed COMMITTED " + key,
                     "log COMMITTED " + key);
-            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls()
-                    .contains("log released " + key));
+            coordinator.awaitRecordDurable(txn);
             assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
             assertThat(coordinator.callLog().calls()).noneMatch(call -> call.startsWith("state-delete"));
             assertThat(coordinator.stateTopic().newestOutcomeOf(txn)).isEqualTo(Outcome.COMMITTED);
