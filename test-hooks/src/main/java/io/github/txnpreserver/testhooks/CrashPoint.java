@@ -32,7 +32,7 @@ public final class CrashPoint {
         AFTER_KEPT_BEFORE_TERMINAL_ENTRY,
         /**
          * The terminal COMMITTED/ABORTED entry is durable; the outcome's record waits for its
-         * group (50 ms), so the transaction log is usually its only durable copy.
+         * group (up to 1 s), so the transaction log is usually its only durable copy.
          */
         AFTER_TERMINAL_ENTRY
     }
