@@ -3,6 +3,7 @@ package io.github.txnpreserver.preserver;
 import io.github.txnpreserver.statetopic.ChunkRecord;
 import it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap;
 import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.ints.IntArrayList;
 import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongMap;
@@ -715,9 +716,13 @@ public final class KeptOutcomes {
     /** Each client's newest decided outcomes, from every block, newest blocks first. */
     private void rebuildFloor() {
         Int2ObjectOpenHashMap<Newest> newestByOwner = new Int2ObjectOpenHashMap<>();
+        // The old entries' owner references are released only once the new floor holds its
+        // own: an owner whose only outcomes are floor entries would otherwise reach zero
+        // references in between, and its id be freed (its name lost) or handed to another owner.
+        IntArrayList formerOwners = new IntArrayList(floor.size());
         // Floor entries of blocks dropped meanwhile compete with the restored ones.
         floor.forEach((sequence, packed) -> {
-            owners.release(ClientFloor.ownerOf(packed));
+            formerOwners.add(ClientFloor.ownerOf(packed));
             if (!blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
                 newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), ignored -> new Newest(perClient))
                         .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
@@ -749,6 +754,9 @@ public final class KeptOutcomes {
                     owners.retain(owner);
                 }
             });
+        }
+        for (int i = 0; i < formerOwners.size(); i++) {
+            owners.release(formerOwners.getInt(i));
         }
         for (long index : formerlyFloorOnly) {
             if (blocks.containsKey(index)) {

@@ -663,6 +663,22 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             }
             return;
         }
+        startReplacingWriter(cause, false);
+    }
+
+    /**
+     * The restore's barrier could not be written because the writer was lost: the restore
+     * cannot end without a new one, and the replacement that other failures ask for waits
+     * for the restore. Replaced now, in the way that deletes nothing not read yet.
+     */
+    private void replaceWriterToRestore(Throwable cause) {
+        if (closed || replacingWriter || releasing || !isRestoring()) {
+            return;
+        }
+        startReplacingWriter(cause, true);
+    }
+
+    private void startReplacingWriter(Throwable cause, boolean unread) {
         replacingWriter = true;
         stats.writerReplacements.increment();
         writerReplacements.occurred(1, count -> log.warn("Coordinator {}: replacing the writer of state topic {}"
@@ -670,7 +686,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 REPORT_INTERVAL_SECONDS, FutureUtil.unwrapCompletionException(cause).toString()));
         CompletableFuture<Boolean> reopened;
         try {
-            reopened = stateTopic.reopen();
+            reopened = stateTopic.reopen(unread);
         } catch (RuntimeException e) {
             reopened = CompletableFuture.failedFuture(e);
         }
@@ -819,8 +835,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 return;
             }
             if (kind != StateTopic.WriteFailure.TRANSIENT) {
-                // The barrier write failed because the writer was lost.
-                runOnExecutor(() -> replaceWriter(error));
+                runOnExecutor(() -> replaceWriterToRestore(error));
             }
             try {
                 executor.schedule(() -> readStateTopic(Math.min(2 * retryDelayMillis, MAX_RETRY_DELAY_MILLIS)),

@@ -228,7 +228,7 @@ public final class PulsarStateTopic implements StateTopic {
      * covers a close that failed).
      */
     @Override
-    public CompletableFuture<Boolean> reopen() {
+    public CompletableFuture<Boolean> reopen(boolean unread) {
         return stillOwned.get().thenCompose(owned -> {
             if (!owned) {
                 return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
@@ -239,12 +239,12 @@ public final class PulsarStateTopic implements StateTopic {
                     return CompletableFuture.failedFuture(new WriterFencedException(topic, ownEpoch, epoch));
                 }
                 boolean marked = properties != null && properties.containsKey(WRITER_PROPERTY);
-                return replaceProducer(marked);
+                return replaceProducer(marked, unread);
             });
         }).orTimeout(REOPEN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
     }
 
-    private CompletableFuture<Boolean> replaceProducer(boolean topicWasMarked) {
+    private CompletableFuture<Boolean> replaceProducer(boolean topicWasMarked, boolean unread) {
         Producer<byte[]> old = producer;
         CompletableFuture<Void> oldClosed = old == null ? CompletableFuture.completedFuture(null)
                 : old.closeAsync().orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
@@ -259,11 +259,17 @@ public final class PulsarStateTopic implements StateTopic {
                     return recreated;
                 }))
                 .exceptionallyCompose(error -> {
-                    if (FutureUtil.unwrapCompletionException(error)
-                            instanceof PulsarClientException.TopicTerminatedException) {
+                    if (!(FutureUtil.unwrapCompletionException(error)
+                            instanceof PulsarClientException.TopicTerminatedException)) {
+                        return CompletableFuture.failedFuture(error);
+                    }
+                    if (!unread) {
                         return recreateTerminated();
                     }
-                    return CompletableFuture.failedFuture(error);
+                    log.warn("Coordinator {}: state topic {} is terminated; reading it, then it is created again"
+                            + " with every outcome it keeps", coordinatorId, topic);
+                    producer = null;
+                    return CompletableFuture.completedFuture(false);
                 });
     }
 
@@ -279,8 +285,8 @@ public final class PulsarStateTopic implements StateTopic {
 
     /**
      * A terminated topic accepts no write ever again: it is deleted and created again, and
-     * the coordinator writes everything it keeps into it (it has read it first: the
-     * preserver replaces no writer while it restores).
+     * the coordinator writes everything it keeps into it (it has read it first: see
+     * {@link #reopen}).
      */
     private CompletableFuture<Boolean> recreateTerminated() {
         log.warn("Coordinator {}: state topic {} was terminated and can never be written again; deleting it and"

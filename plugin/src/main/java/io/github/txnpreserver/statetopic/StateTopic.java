@@ -55,11 +55,15 @@ public interface StateTopic {
      * fails) and a new one opened, fencing any other. A topic deleted meanwhile is created
      * again; a terminated one, which can never be written again, is deleted and created again.
      *
+     * @param unread whether the coordinator has yet to read the topic (its restore needs a
+     *     writer for that): a terminated topic is then not deleted, since what it holds would
+     *     be lost; the writer is dropped instead, {@link #readToEnd} reads the topic as it
+     *     stands, and writes fail as {@link WriteFailure#LOST} until a reopen once it is read
      * @return true if the topic was created again, so that records written before are gone;
      *     fails with {@link CoordinatorMovedException} if this broker no longer owns the
      *     coordinator, and with any other error if the writer could not be replaced now
      */
-    default CompletableFuture<Boolean> reopen() {
+    default CompletableFuture<Boolean> reopen(boolean unread) {
         return CompletableFuture.failedFuture(new UnsupportedOperationException("reopen " + this));
     }
 

@@ -717,6 +717,35 @@ class KeptOutcomesTest {
             assertThat(inRecord(only(kept.drainDirty()).recordOrNull(), 5)).isEqualTo(Outcome.COMMITTED);
         }
 
+        /**
+         * Review of 0.5.1: a client whose only outcomes are floor entries (its block was
+         * dropped while the restore read) kept its name through the merge's rebuild of the
+         * floor. The rebuild released the old entries' references before the new entries
+         * took theirs: the owner's id was freed in between, the outcome answered to a null
+         * owner (any role), then carried the next new client's name.
+         */
+        @Test
+        void aClientWhoseOnlyOutcomesAreFloorEntriesKeepsItsNameThroughTheMerge() throws Exception {
+            KeptOutcomes earlier = new KeptOutcomes(TC, 10, 1000, TTL);
+            commit(earlier, 1, "bob", NOW - MINUTE);
+            kept.beginRestore(300);
+            commit(kept, block(2), "alice", NOW - MINUTE);
+            assertThat(only(kept.drainDirty()).blockIndex()).isEqualTo(2);
+            assertThat(kept.evictOldest()).as("alice's block, above the restore's frontier").isZero();
+            assertThat(kept.blockCount()).isZero();
+
+            kept.mergeRestored(restoredFrom(earlier), NOW);
+            commit(kept, block(3), "carol", NOW);
+
+            assertThat(kept.get(txn(block(2)))).isEqualTo(
+                    new KeptOutcome(txn(block(2)), Outcome.COMMITTED, "alice", NOW - MINUTE));
+            assertThat(kept.get(txn(block(3))).owner()).isEqualTo("carol");
+            assertThat(kept.get(txn(1)).owner()).isEqualTo("bob");
+            commit(kept, block(2) + 1, "dave", NOW);
+            assertThat(kept.drainDirty()).filteredOn(write -> write.blockIndex() == 2).singleElement()
+                    .satisfies(write -> assertThat(write.recordOrNull().owners()).contains("alice", "dave"));
+        }
+
         @Test
         void movesOutcomesOfEarlierFormatsIntoTheirBlocks() {
             RestoredOutcomes restored = new RestoredOutcomes();

@@ -1018,6 +1018,27 @@ class TransactionMetadataPreserverTest {
         }
 
         /**
+         * Review of 0.5.1, D2: the real topic's restore writes a barrier with the writer and
+         * reads up to it. With the writer lost before the barrier, the restore failed, asked
+         * for a replacement, and the replacement waited for the restore: the restore retried
+         * with the lost writer for ever, and retries of ended transactions waited with it.
+         */
+        @Test
+        void aWriterLostBeforeTheRestoresBarrierIsReplacedForTheRestore() {
+            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            topic.loseWriter();
+            TransactionMetadataPreserver restoring = newPreserver(2, 100);
+
+            await(restoring.restore());
+
+            assertThat(callLog.calls()).containsSubsequence("state-read failed: writer lost", "state-reopen unread");
+            assertThat(topic.reopenCount()).isEqualTo(1);
+            assertThat(restoring.find(txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
+            restoring.decide(txn(2), Outcome.ABORTED, "bob");
+            await().atMost(Duration.ofSeconds(20)).until(() -> topic.newestOutcomeOf(txn(2)) == Outcome.ABORTED);
+        }
+
+        /**
          * Second review, finding 3: once the topic is created again, what landed in the old
          * topic is not durable any more: what waits for records waits for the rewrite, even
          * a flush that was in flight when the topic went.

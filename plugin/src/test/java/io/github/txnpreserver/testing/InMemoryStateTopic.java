@@ -304,6 +304,11 @@ public final class InMemoryStateTopic implements StateTopic {
     public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
         CompletableFuture<Void> gate;
         synchronized (this) {
+            // The real topic's read first writes a barrier with the writer, up to which it reads.
+            if (writerFault == WriteFailure.LOST) {
+                callLog.record("state-read failed: writer lost");
+                return CompletableFuture.failedFuture(new WriterFault(writerFault));
+            }
             gate = readGate;
         }
         return gate.thenRunAsync(() -> {
@@ -323,7 +328,7 @@ public final class InMemoryStateTopic implements StateTopic {
     }
 
     @Override
-    public CompletableFuture<Boolean> reopen() {
+    public CompletableFuture<Boolean> reopen(boolean unread) {
         synchronized (this) {
             if (!ownedHere) {
                 callLog.record("state-reopen refused: coordinator moved");
@@ -349,7 +354,7 @@ public final class InMemoryStateTopic implements StateTopic {
             }
         }
         reopens.incrementAndGet();
-        callLog.record(recreated ? "state-reopen recreated" : "state-reopen");
+        callLog.record((recreated ? "state-reopen recreated" : "state-reopen") + (unread ? " unread" : ""));
         return CompletableFuture.completedFuture(recreated);
     }
 
