@@ -361,6 +361,14 @@ public final class KeptOutcomes {
         int[] remap = new int[restored.owners().highestId() + 1];
         Arrays.fill(remap, -1);
         for (OutcomeBlock staged : byAge) {
+            if (!blocks.containsKey(staged.index) && floorOnlyBlocks.containsKey(staged.index)) {
+                // Dropped by the memory bound while the restore read (held-back blocks are
+                // not), so written by this coordinator, whose floor entries and last record
+                // of it are newer than what was read: a restore that read again after a
+                // failed read can read its earlier record. Adopting that copy lost the
+                // floor entries it lacked.
+                continue;
+            }
             if (staged.count() == 0 || staged.maxTime() <= through) {
                 if (!blocks.containsKey(staged.index)) {
                     markDirty(staged.index);

@@ -269,6 +269,9 @@ public final class PulsarStateTopic implements StateTopic {
                     log.warn("Coordinator {}: state topic {} is terminated; reading it, then it is created again"
                             + " with every outcome it keeps", coordinatorId, topic);
                     producer = null;
+                    // Refused, the fencing producer may still have moved the epoch: as for a
+                    // topic found terminated at the open, there is no writer's epoch to compare.
+                    ownEpoch = null;
                     return CompletableFuture.completedFuture(false);
                 });
     }
