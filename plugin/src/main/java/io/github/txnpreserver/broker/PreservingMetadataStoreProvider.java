@@ -3,13 +3,13 @@ package io.github.txnpreserver.broker;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
+import io.github.txnpreserver.time.ExecutorScheduler;
+import io.github.txnpreserver.time.Scheduler;
 import io.netty.util.Timer;
 import java.lang.reflect.Field;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
 import org.apache.bookkeeper.mledger.ManagedLedgerFactory;
@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Opens each coordinator as Pulsar's own managed-ledger store does, with the same log,
  * sequence-id interceptor and log metrics, and adds the preserver: the state topic is
- * opened (fencing any previous owner) and read to its end before the store is handed to the
- * broker, so the first request a coordinator serves already sees every kept outcome.
+ * opened (fencing any previous owner), then read in the background while the coordinator
+ * already serves new transactions; lookups of ended ones wait (bounded) for that read.
  *
  * <p>With {@code transactionMetaPersistCount=0} it hands out the stock store unchanged.
  */
@@ -88,14 +88,9 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
             TransactionTimeoutTracker timeoutTracker, TransactionRecoverTracker recoverTracker,
             long maxActiveTransactionsPerCoordinator, TxnLogBufferedWriterConfig txnLogBufferedWriterConfig,
             Timer timer) {
-        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
-            Thread thread = new Thread(runnable, "txn-preserver-" + tcId.getId());
-            thread.setDaemon(true);
-            return thread;
-        });
+        Scheduler scheduler = new ExecutorScheduler("txn-preserver-" + tcId.getId(), context.clock());
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(tcId.getId(), context.config(),
-                stateTopic, context.clock(), executor, context.budget(),
-                TransactionMetadataPreserver.GROUP_COMMIT_INTERVAL);
+                stateTopic, scheduler, context.budget(), TransactionMetadataPreserver.GROUP_COMMIT_INTERVAL);
         AtomicReference<TransactionMetadataStore> opened = new AtomicReference<>();
         preserver.releaseCoordinatorWith(() -> opened.get() == null
                 // Still opening: released once the broker has it (asked again shortly).
@@ -107,7 +102,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                 txnLogBufferedWriterConfig, timer, stockBufferedWriterMetrics());
         return txnLog.initialize()
                 .thenCompose(ignored -> {
-                    preserver.startRestore(highestSequence(sequenceIdGenerator));
+                    preserver.startRestore(() -> highestSequence(sequenceIdGenerator));
                     return newStore(tcId, txnLog, timeoutTracker, sequenceIdGenerator,
                             maxActiveTransactionsPerCoordinator, preserver,
                             () -> context.preservers().remove(tcId.getId(), preserver))
@@ -121,7 +116,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                         opened.set(store);
                         preserver.start();
                         ((PreservingTransactionMetadataStore) store).startCleanup(context.endRequester(),
-                                context.config().stuckRedriveAfter(), context.clock());
+                                context.config().stuckRedriveAfter());
                         context.preservers().put(tcId.getId(), preserver);
                     }
                 });

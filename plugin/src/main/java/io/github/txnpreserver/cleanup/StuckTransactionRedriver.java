@@ -2,7 +2,7 @@ package io.github.txnpreserver.cleanup;
 
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.PreserverStats;
-import java.time.Clock;
+import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
@@ -31,8 +31,8 @@ import org.slf4j.LoggerFactory;
  * is finishing to (so no marker ever conflicts with the outcome), one re-drive at a time,
  * and a failed re-drive is tried again after an exponential backoff from 1 s to 5 min.
  *
- * <p>Not thread-safe: {@link #scan} runs on the coordinator's preserver executor only;
- * re-drive completions hop back onto it through {@code onExecutor}.
+ * <p>Not thread-safe: {@link #scan} runs on the coordinator's thread (its {@link Scheduler});
+ * re-drive completions hop back onto it.
  */
 public final class StuckTransactionRedriver {
 
@@ -50,29 +50,26 @@ public final class StuckTransactionRedriver {
     private final Supplier<Collection<TxnMeta>> finishingTransactions;
     private final Predicate<TxnID> endInFlight;
     private final EndRequester endRequester;
-    private final Clock clock;
+    private final Scheduler scheduler;
     private final long stuckAfterMillis;
     private final PreserverStats stats;
-    private final java.util.concurrent.Executor onExecutor;
     private final Map<TxnID, Tracked> tracked = new HashMap<>();
 
     public StuckTransactionRedriver(long coordinatorId, Supplier<Collection<TxnMeta>> finishingTransactions,
-                                    Predicate<TxnID> endInFlight, EndRequester endRequester, Clock clock,
-                                    Duration stuckAfter, PreserverStats stats,
-                                    java.util.concurrent.Executor onExecutor) {
+                                    Predicate<TxnID> endInFlight, EndRequester endRequester, Scheduler scheduler,
+                                    Duration stuckAfter, PreserverStats stats) {
         this.coordinatorId = coordinatorId;
         this.finishingTransactions = finishingTransactions;
         this.endInFlight = endInFlight;
         this.endRequester = endRequester;
-        this.clock = clock;
+        this.scheduler = scheduler;
         this.stuckAfterMillis = stuckAfter.toMillis();
         this.stats = stats;
-        this.onExecutor = onExecutor;
     }
 
     /** One pass: notes finishing transactions, forgets finished ones, re-drives stuck ones. */
     public void scan() {
-        long now = clock.millis();
+        long now = scheduler.millis();
         Set<TxnID> stillFinishing = new HashSet<>();
         for (TxnMeta meta : finishingTransactions.get()) {
             Outcome outcome = Outcome.of(meta.status());
@@ -106,14 +103,14 @@ public final class StuckTransactionRedriver {
         state.attempts++;
         stats.stuckRedrives.increment();
         log.warn("Coordinator {}: {} has been finishing as {} for {} ms; re-driving its end (attempt {})",
-                coordinatorId, txnId, outcome, clock.millis() - state.firstSeenMillis, state.attempts);
+                coordinatorId, txnId, outcome, scheduler.millis() - state.firstSeenMillis, state.attempts);
         CompletableFuture<Void> end;
         try {
             end = endRequester.end(txnId, outcome);
         } catch (RuntimeException e) {
             end = CompletableFuture.failedFuture(e);
         }
-        end.whenComplete((ignored, error) -> onExecutor.execute(() -> redriveDone(txnId, state, error)));
+        end.whenComplete((ignored, error) -> scheduler.execute(() -> redriveDone(txnId, state, error)));
     }
 
     private void redriveDone(TxnID txnId, Tracked state, Throwable error) {
@@ -124,7 +121,7 @@ public final class StuckTransactionRedriver {
             tracked.remove(txnId, state);
             return;
         }
-        state.nextAttemptMillis = clock.millis() + state.backoffMillis;
+        state.nextAttemptMillis = scheduler.millis() + state.backoffMillis;
         log.warn("Coordinator {}: re-drive of {} failed, next in {} ms: {}", coordinatorId, txnId,
                 state.backoffMillis, error.toString());
         state.backoffMillis = Math.min(state.backoffMillis * 2, MAX_BACKOFF_MILLIS);

@@ -1,6 +1,6 @@
 package io.github.txnpreserver.metrics;
 
-import io.github.txnpreserver.preserver.KeptOutcomes;
+import io.github.txnpreserver.preserver.PreserverFigures;
 import io.github.txnpreserver.preserver.PreserverStats;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.prometheus.client.Collector;
@@ -117,17 +117,17 @@ public final class PreserverMetrics extends Collector {
             String coordinator = Long.toString(preserver.coordinatorId());
             List<String> labels = List.of(cluster, coordinator);
             PreserverStats stats = preserver.stats();
-            KeptOutcomes outcomes = preserver.keptOutcomes();
-            kept.add(labels, outcomes.size());
+            PreserverFigures outcomes = preserver.figures();
+            kept.add(labels, outcomes.kept());
             clients.add(labels, outcomes.clients());
             answered.add(labels, "outcome", "committed", stats.retriesAnsweredCommitted.sum());
             answered.add(labels, "outcome", "aborted", stats.retriesAnsweredAborted.sum());
             lookups.add(labels, stats.keptLookups.sum());
             evictions.add(labels, "limit", "memory", outcomes.memoryEvictions());
             evictions.add(labels, "limit", "floor", outcomes.floorEvictions());
-            window.add(labels, preserver.windowMillis() / 1000.0);
+            window.add(labels, outcomes.windowMillis() / 1000.0);
             memory.add(labels, outcomes.bytes());
-            floor.add(labels, outcomes.floorSize());
+            floor.add(labels, outcomes.floorEntries());
             expirations.add(labels, outcomes.expirations());
             writes.addHistogram(labels, stats.stateWriteLatency);
             writeFailures.add(labels, stats.recordWriteFailures.sum());

@@ -15,7 +15,7 @@ import java.util.Map;
  * a lookup needs no block. At most {@code cap} entries in all: past it, the client that
  * ended a transaction least recently loses its oldest first.
  *
- * <p>Not thread-safe: {@link KeptOutcomes} guards it.
+ * <p>Confined to its coordinator's thread, as {@link OutcomeIndex} is.
  */
 final class ClientFloor {
 
@@ -67,16 +67,28 @@ final class ClientFloor {
         return entries.containsKey(sequence) ? entries.get(sequence) : none;
     }
 
+    /** What {@link #add} returns when the sequence had no entry. */
+    static final int ADDED = -1;
+
     /**
-     * Adds a client's newest decided outcome, or replaces the outcome an entry of the same
-     * sequence had (returns false then: no new entry, no new owner reference). Sequences it pushes out (the client's oldest
-     * past {@code perClient}, and what the cap takes) go to {@code removed}.
+     * Adds a client's newest decided outcome. A sequence that already has an entry (a
+     * restored record of a transaction that was still live, or one naming another owner)
+     * takes the new outcome and owner, in the new owner's ring. Sequences it pushes out (the
+     * client's oldest past {@code perClient}, and what the cap takes) go to {@code removed}.
+     *
+     * @return {@link #ADDED}, or the owner id of the entry it replaced (the caller holds one
+     *     reference per entry)
      */
-    boolean add(long sequence, int owner, int time, boolean committed, Removal removed) {
+    int add(long sequence, int owner, int time, boolean committed, Removal removed) {
+        int replacedOwner = ADDED;
         if (entries.containsKey(sequence)) {
-            // A restored record of a transaction that was still live: the decision replaces it.
-            entries.put(sequence, pack(time, ClientFloor.ownerOf(entries.get(sequence)), committed));
-            return false;
+            replacedOwner = ownerOf(entries.get(sequence));
+            if (replacedOwner == owner) {
+                entries.put(sequence, pack(time, owner, committed));
+                return replacedOwner;
+            }
+            // Its slot in the other owner's ring goes stale: rings check ownership when they pop.
+            entries.remove(sequence);
         }
         Ring ring = rings.get(owner);
         if (ring == null) {
@@ -84,36 +96,49 @@ final class ClientFloor {
             rings.put(owner, ring);
         }
         entries.put(sequence, pack(time, owner, committed));
-        long pushedOut = ring.push(sequence, perClient);
-        if (pushedOut >= 0 && entries.containsKey(pushedOut)) {
-            removed.removed(pushedOut, entries.remove(pushedOut));
+        if (ring.size == perClient) {
+            long pushedOut = ring.popOldest();
+            if (ownedBy(pushedOut, owner)) {
+                removed.removed(pushedOut, entries.remove(pushedOut));
+            }
         }
+        ring.push(sequence, perClient);
         while (entries.size() > cap) {
             Iterator<Map.Entry<Integer, Ring>> leastRecent = rings.entrySet().iterator();
+            if (!leastRecent.hasNext()) {
+                break;
+            }
             Map.Entry<Integer, Ring> client = leastRecent.next();
             long oldest = client.getValue().popOldest();
             if (client.getValue().isEmpty()) {
                 leastRecent.remove();
             }
-            if (oldest >= 0 && entries.containsKey(oldest)) {
+            if (ownedBy(oldest, client.getKey())) {
                 removed.removed(oldest, entries.remove(oldest));
                 capped++;
             }
         }
-        return true;
+        return replacedOwner;
+    }
+
+    /** Whether a ring's slot still names a live entry of that ring's owner. */
+    private boolean ownedBy(long sequence, int owner) {
+        return entries.containsKey(sequence) && ownerOf(entries.get(sequence)) == owner;
     }
 
     /** Drops entries whose end time is at or before {@code expiredThrough}; their sequences go to {@code removed}. */
     void expire(int expiredThrough, Removal removed) {
         for (Iterator<Map.Entry<Integer, Ring>> clients = rings.entrySet().iterator(); clients.hasNext(); ) {
-            Ring ring = clients.next().getValue();
+            Map.Entry<Integer, Ring> client = clients.next();
+            Ring ring = client.getValue();
             while (!ring.isEmpty()) {
                 long oldest = ring.peekOldest();
-                if (entries.containsKey(oldest) && timeOf(entries.get(oldest)) > expiredThrough) {
+                boolean live = ownedBy(oldest, client.getKey());
+                if (live && timeOf(entries.get(oldest)) > expiredThrough) {
                     break;
                 }
                 ring.popOldest();
-                if (entries.containsKey(oldest)) {
+                if (live) {
                     removed.removed(oldest, entries.remove(oldest));
                 }
             }
@@ -156,13 +181,10 @@ final class ClientFloor {
         private int head;
         private int size;
 
-        long push(long sequence, int limit) {
-            long pushedOut = -1;
-            if (size == limit) {
-                pushedOut = popOldest();
-            }
+        /** Appends; the caller has made room below {@code limit}. */
+        void push(long sequence, int limit) {
             if (size == sequences.length) {
-                long[] grown = new long[Math.min(limit, sequences.length * 2)];
+                long[] grown = new long[Math.max(1, Math.min(limit, sequences.length * 2))];
                 for (int i = 0; i < size; i++) {
                     grown[i] = sequences[(head + i) % sequences.length];
                 }
@@ -171,17 +193,14 @@ final class ClientFloor {
             }
             sequences[(head + size) % sequences.length] = sequence;
             size++;
-            return pushedOut;
         }
 
         long peekOldest() {
             return sequences[head];
         }
 
+        /** The oldest sequence, removed; the ring is not empty. */
         long popOldest() {
-            if (size == 0) {
-                return -1;
-            }
             long oldest = sequences[head];
             head = (head + 1) % sequences.length;
             size--;

@@ -21,7 +21,7 @@ import java.util.Arrays;
  * An end time earlier than the block's first moves the offsets up (or widens the column if
  * they no longer fit): times are kept exactly, to the second (rounded up).
  *
- * <p>Not thread-safe: {@link KeptOutcomes} guards it.
+ * <p>Confined to its coordinator's thread, as {@link OutcomeIndex} is.
  */
 final class OutcomeBlock {
 
@@ -49,13 +49,11 @@ final class OutcomeBlock {
     private char[] ownerChars;
     private int[] ownerInts;
 
-    /** Age order of {@link KeptOutcomes}: touched last is newest. */
+    /** Age order of {@link OutcomeIndex}: touched last is newest. */
     OutcomeBlock older;
     OutcomeBlock newer;
     /** Transactions of this block whose end is in progress: the block may not be dropped. */
     int pins;
-    /** The last change to this block. */
-    long lastGeneration;
 
     OutcomeBlock(long index) {
         this.index = index;

@@ -2,34 +2,33 @@ package io.github.txnpreserver.preserver;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The heap one broker lets the kept outcomes of all its coordinators use
- * ({@code transactionMetaPersistMaxMemoryInMB}). Past it, the oldest block of outcomes of
- * whichever coordinator holds the oldest one is dropped, so that the window is the same
- * for every coordinator of the broker, however their rates differ.
+ * ({@code transactionMetaPersistMaxMemoryInMB}). Past it, the oldest block of whichever
+ * coordinator holds the oldest droppable one is dropped, so that the window is the same for
+ * every coordinator of the broker, however their rates differ.
  *
- * <p>Members are asked one at a time, outside their own locks, so that two coordinators
- * reclaiming never wait on each other; a reclaim already running is not joined (it takes
- * what the newcomer would).
+ * <p>Each coordinator owns its outcomes on its own thread, so the budget never touches them:
+ * it reads what each publishes (its bytes, the end time of the block it would drop first)
+ * and asks the oldest to drop one block, on that coordinator's thread; the coordinator
+ * calls {@link #reclaim} again once it has, until the members fit.
  */
 public final class OutcomeMemoryBudget {
 
-    /** A coordinator's kept outcomes, as the budget sees them. */
+    /** A coordinator's kept outcomes, as the budget sees them: thread-safe reads, an asynchronous drop. */
     public interface Member {
         long keptBytes();
 
         /** The newest end time in the block the member would drop first, or null if none. */
         Long oldestEvictableMillis();
 
-        /** Drops the member's oldest block; false if it had none to drop. */
-        boolean evictOldestForMemory();
+        /** Asks the member to drop its oldest block on its own thread, then to call {@link #reclaim}. */
+        void evictOldestForMemory();
     }
 
     private final long limitBytes;
     private final List<Member> members = new CopyOnWriteArrayList<>();
-    private final ReentrantLock reclaiming = new ReentrantLock();
 
     public OutcomeMemoryBudget(long limitBytes) {
         if (limitBytes < 1) {
@@ -58,28 +57,22 @@ public final class OutcomeMemoryBudget {
         return used;
     }
 
-    /** Drops oldest blocks until the members fit the limit again. */
+    /** Over the limit: asks the member with the oldest droppable block to drop it. */
     public void reclaim() {
-        if (usedBytes() <= limitBytes || !reclaiming.tryLock()) {
+        if (usedBytes() <= limitBytes) {
             return;
         }
-        try {
-            while (usedBytes() > limitBytes) {
-                Member oldest = null;
-                long oldestMillis = Long.MAX_VALUE;
-                for (Member member : members) {
-                    Long millis = member.oldestEvictableMillis();
-                    if (millis != null && millis < oldestMillis) {
-                        oldestMillis = millis;
-                        oldest = member;
-                    }
-                }
-                if (oldest == null || !oldest.evictOldestForMemory()) {
-                    return;
-                }
+        Member oldest = null;
+        long oldestMillis = Long.MAX_VALUE;
+        for (Member member : members) {
+            Long millis = member.oldestEvictableMillis();
+            if (millis != null && millis < oldestMillis) {
+                oldestMillis = millis;
+                oldest = member;
             }
-        } finally {
-            reclaiming.unlock();
+        }
+        if (oldest != null) {
+            oldest.evictOldestForMemory();
         }
     }
 }

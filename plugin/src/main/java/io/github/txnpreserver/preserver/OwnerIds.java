@@ -10,7 +10,7 @@ import java.util.Arrays;
  * outcomes are all gone is forgotten and its id reused. Owner strings are kept exactly: the
  * broker's ownership check compares them.
  *
- * <p>Not thread-safe: {@link KeptOutcomes} guards it.
+ * <p>Confined to its coordinator's thread, as {@link OutcomeIndex} is.
  */
 final class OwnerIds {
 

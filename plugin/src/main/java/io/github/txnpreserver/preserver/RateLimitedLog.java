@@ -1,31 +1,37 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.time.Scheduler;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 
 /**
  * Reports a repeated event at most once per interval, with how many times it happened since
  * the last report: a state topic that is down or a memory bound that is reached must not
- * write a line per transaction.
+ * write a line per transaction. Confined to its coordinator's thread.
  */
 final class RateLimitedLog {
 
+    private final Scheduler scheduler;
     private final long intervalNanos;
-    private final AtomicLong nextReportNanos = new AtomicLong(Long.MIN_VALUE);
-    private final AtomicLong unreported = new AtomicLong();
+    private boolean reported;
+    private long nextReportNanos;
+    private long unreported;
 
-    RateLimitedLog(long interval, TimeUnit unit) {
+    RateLimitedLog(Scheduler scheduler, long interval, TimeUnit unit) {
+        this.scheduler = scheduler;
         this.intervalNanos = unit.toNanos(interval);
     }
 
     /** Counts {@code times} occurrences; calls {@code report} with the count when a report is due. */
     void occurred(long times, LongConsumer report) {
-        unreported.addAndGet(times);
-        long now = System.nanoTime();
-        long next = nextReportNanos.get();
-        if ((next == Long.MIN_VALUE || now - next >= 0) && nextReportNanos.compareAndSet(next, now + intervalNanos)) {
-            report.accept(unreported.getAndSet(0));
+        unreported += times;
+        long now = scheduler.nanoTime();
+        if (!reported || now - nextReportNanos >= 0) {
+            reported = true;
+            nextReportNanos = now + intervalNanos;
+            long count = unreported;
+            unreported = 0;
+            report.accept(count);
         }
     }
 }

@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.admin.PulsarAdminException;
@@ -45,7 +46,7 @@ public final class PulsarStateTopic implements StateTopic {
 
     private static final Logger log = LoggerFactory.getLogger(PulsarStateTopic.class);
     private static final String TOPIC_PREFIX = "persistent://pulsar/system/__terminated_txn_state_";
-    /** Reserved key of the restore barrier; not a transaction key (those hold a colon). */
+    /** Reserved key of the restore barrier; not a block key. */
     static final String BARRIER_KEY = "restore-barrier";
     private static final long BATCHING_DELAY_MICROS = 1000;
     private static final int RESTORE_RECEIVER_QUEUE = 10_000;
@@ -76,6 +77,12 @@ public final class PulsarStateTopic implements StateTopic {
     private volatile String ownEpoch;
     private volatile boolean closed;
     private final boolean topicPoliciesOn;
+    /**
+     * The current writer attempt: the open is 0, each {@link #reopen} the next. A producer is
+     * adopted only by the attempt that is still current, so a replacement that answers after
+     * its attempt was given up on (timed out) closes its producer instead of installing it.
+     */
+    private final AtomicLong attempts = new AtomicLong();
 
     private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
                              Supplier<CompletableFuture<Boolean>> stillOwned, boolean topicPoliciesOn) {
@@ -109,7 +116,7 @@ public final class PulsarStateTopic implements StateTopic {
                 topicPoliciesOn);
         return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.newProducer())
-                .thenCompose(stateTopic::adopt)
+                .thenCompose(producer -> stateTopic.adopt(producer, 0))
                 .thenApply(properties -> {
                     log.info("Opened state topic {} as its only writer", stateTopic.topic);
                     return (StateTopic) stateTopic;
@@ -145,13 +152,14 @@ public final class PulsarStateTopic implements StateTopic {
      * fencing epoch (which the new producer just moved). Closes it if that fails or the
      * state topic closed meanwhile.
      */
-    private CompletableFuture<Map<String, String>> adopt(Producer<byte[]> replacement) {
+    private CompletableFuture<Map<String, String>> adopt(Producer<byte[]> replacement, long attempt) {
         return markTopic()
                 .thenCompose(marked -> admin.topics().getPropertiesAsync(topic))
                 .thenApply(properties -> {
-                    if (closed) {
+                    if (closed || attempts.get() != attempt) {
                         throw new CompletionException(new PulsarClientException.AlreadyClosedException(
-                                "state topic " + topic + " closed"));
+                                "state topic " + topic + (closed ? " closed" : ": writer attempt " + attempt
+                                        + " was given up on")));
                     }
                     ownEpoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
                     producer = replacement;
@@ -229,6 +237,7 @@ public final class PulsarStateTopic implements StateTopic {
      */
     @Override
     public CompletableFuture<Boolean> reopen(boolean unread) {
+        long attempt = attempts.incrementAndGet();
         return stillOwned.get().thenCompose(owned -> {
             if (!owned) {
                 return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
@@ -239,19 +248,25 @@ public final class PulsarStateTopic implements StateTopic {
                     return CompletableFuture.failedFuture(new WriterFencedException(topic, ownEpoch, epoch));
                 }
                 boolean marked = properties != null && properties.containsKey(WRITER_PROPERTY);
-                return replaceProducer(marked, unread);
+                return replaceProducer(marked, unread, attempt);
             });
-        }).orTimeout(REOPEN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        }).orTimeout(REOPEN_TIMEOUT_SECONDS, TimeUnit.SECONDS).whenComplete((recreated, error) -> {
+            if (error != null) {
+                // Given up on: a producer it creates later is closed, not adopted.
+                attempts.compareAndSet(attempt, attempt + 1);
+            }
+        });
     }
 
-    private CompletableFuture<Boolean> replaceProducer(boolean topicWasMarked, boolean unread) {
+    private CompletableFuture<Boolean> replaceProducer(boolean topicWasMarked, boolean unread, long attempt) {
         Producer<byte[]> old = producer;
         CompletableFuture<Void> oldClosed = old == null ? CompletableFuture.completedFuture(null)
                 : old.closeAsync().orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
                         .handle((ignored, error) -> null);
         return oldClosed
                 .thenCompose(ignored -> createNonPartitioned(admin, topic))
-                .thenCompose(created -> newProducer().thenCompose(this::adopt).thenApply(properties -> {
+                .thenCompose(created -> newProducer().thenCompose(producer -> adopt(producer, attempt))
+                        .thenApply(properties -> {
                     // A topic without the writer's mark was created again by someone else.
                     boolean recreated = created || !topicWasMarked;
                     log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
@@ -264,7 +279,7 @@ public final class PulsarStateTopic implements StateTopic {
                         return CompletableFuture.failedFuture(error);
                     }
                     if (!unread) {
-                        return recreateTerminated();
+                        return recreateTerminated(attempt);
                     }
                     log.warn("Coordinator {}: state topic {} is terminated; reading it, then it is created again"
                             + " with every outcome it keeps", coordinatorId, topic);
@@ -291,13 +306,13 @@ public final class PulsarStateTopic implements StateTopic {
      * the coordinator writes everything it keeps into it (it has read it first: see
      * {@link #reopen}).
      */
-    private CompletableFuture<Boolean> recreateTerminated() {
+    private CompletableFuture<Boolean> recreateTerminated(long attempt) {
         log.warn("Coordinator {}: state topic {} was terminated and can never be written again; deleting it and"
                 + " writing every kept outcome into a new one", coordinatorId, topic);
         return admin.topics().deleteAsync(topic, true)
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
                 .thenCompose(created -> newProducer())
-                .thenCompose(this::adopt)
+                .thenCompose(producer -> adopt(producer, attempt))
                 .thenApply(properties -> true);
     }
 

@@ -3,15 +3,15 @@ package io.github.txnpreserver.store;
 import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
 import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.PreserverUnavailableException;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.OutcomeResolver;
-import java.time.Clock;
+import io.github.txnpreserver.resolution.Resolution;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -19,6 +19,7 @@ import org.apache.pulsar.common.util.FutureUtil;
 import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
 import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
 import org.apache.pulsar.transaction.coordinator.TxnMeta;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.CoordinatorNotFoundException;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.InvalidTxnStatusException;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.TransactionNotFoundException;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
@@ -53,14 +54,17 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  *
  * <p>Only decided outcomes are kept and written (the finishing entry is durable when the
  * terminal step runs), so the newest record of a transaction is always its decided outcome.
- * A stale record restored for a transaction still live (a speculative record of 0.4) is
- * shadowed by the live state and replaced when the transaction ends.
+ *
+ * <p>When the preserver cannot answer (its coordinator closed, its restore still reading
+ * after {@link TransactionMetadataPreserver#RESTORE_WAIT}, or too many ended transactions
+ * waiting for the state topic), the request fails with {@link CoordinatorNotFoundException}:
+ * the client looks the coordinator up again and retries, and the broker's end chain does not
+ * loop on it, so client retries during a long outage add no broker retry loops; the
+ * stuck-transaction re-drive finishes what is left finishing.
  */
 public class PreservingTransactionMetadataStore extends MLTransactionMetadataStore {
 
     private static final Duration MAX_CLEANUP_INTERVAL = Duration.ofSeconds(5);
-    /** Longer than the broker's end-transaction retry interval (1 s) plus a marker round. */
-    static final long BROKER_RETRY_WINDOW_MILLIS = 10_000;
 
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
@@ -69,14 +73,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
     /** The terminal-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> ending = new ConcurrentHashMap<>();
-    /**
-     * When the terminal step of a transaction last failed for want of a durable record, by
-     * sequence: the broker retries it every second, so the stuck-transaction re-drive
-     * leaves it alone meanwhile.
-     */
-    private final Map<Long, Long> recordFailedAtMillis = new ConcurrentHashMap<>();
-    /** Callers waiting for a finishing transaction to leave the live store. */
-    private final Map<Long, CompletableFuture<Void>> liveEnds = new ConcurrentHashMap<>();
 
     public PreservingTransactionMetadataStore(TransactionCoordinatorID tcID, MLTransactionLogImpl transactionLog,
                                               TransactionTimeoutTracker timeoutTracker,
@@ -87,7 +83,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                 sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
         this.preserver = preserver;
         this.onClosed = onClosed;
-        this.resolver = new OutcomeResolver(this::liveTxnMeta, this::liveEnd, preserver);
+        this.resolver = new OutcomeResolver(this::liveTxnMeta, preserver);
     }
 
     public TransactionMetadataPreserver preserver() {
@@ -99,27 +95,32 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     /**
-     * Starts the background re-drive of transactions stuck finishing, on the preserver's
-     * executor; it stops when the store closes.
+     * Starts the background re-drive of transactions stuck finishing, on the coordinator's
+     * thread; it stops when the store closes.
      */
-    public void startCleanup(StuckTransactionRedriver.EndRequester endRequester, Duration stuckAfter, Clock clock) {
+    public void startCleanup(StuckTransactionRedriver.EndRequester endRequester, Duration stuckAfter) {
         StuckTransactionRedriver redriver = new StuckTransactionRedriver(getTransactionCoordinatorID().getId(),
-                this::finishingTransactions, this::isEndActive, endRequester, clock, stuckAfter,
-                preserver.stats(), preserver.executor());
+                this::finishingTransactions, this::isEndActive, endRequester, preserver.scheduler(), stuckAfter,
+                preserver.stats());
         Duration interval = stuckAfter.compareTo(MAX_CLEANUP_INTERVAL) < 0 ? stuckAfter : MAX_CLEANUP_INTERVAL;
-        preserver.scheduleWithFixedDelay(redriver::scan, interval);
+        preserver.every(interval, redriver::scan);
     }
 
     @Override
     public CompletableFuture<TxnMeta> getTxnMeta(TxnID txnId) {
-        OutcomeResolver.Answer answer = resolver.resolve(txnId);
-        return switch (answer.resolution()) {
-            case NOT_FOUND -> preserver.isRestoring()
-                    // Its outcome may be in the part of the state topic not read yet.
-                    ? preserver.restored().thenCompose(restored -> getTxnMeta(txnId))
-                    : FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
-            default -> CompletableFuture.completedFuture(answer.meta());
-        };
+        return unavailableAsNotFoundCoordinator(resolver.resolve(txnId)).thenCompose(answer ->
+                answer.resolution() == Resolution.NOT_FOUND
+                        ? FutureUtil.failedFuture(new TransactionNotFoundException(txnId))
+                        : CompletableFuture.completedFuture(answer.meta()));
+    }
+
+    /** A preserver that cannot answer now is, to the broker and the client, a coordinator to look up again. */
+    private static <T> CompletableFuture<T> unavailableAsNotFoundCoordinator(CompletableFuture<T> answer) {
+        return answer.exceptionallyCompose(error -> {
+            Throwable cause = FutureUtil.unwrapCompletionException(error);
+            return FutureUtil.failedFuture(cause instanceof PreserverUnavailableException
+                    ? new CoordinatorNotFoundException(cause.getMessage()) : cause);
+        });
     }
 
     /** The live transactions that are COMMITTING or ABORTING. */
@@ -133,17 +134,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         return finishing;
     }
 
-    /**
-     * Whether the end of a transaction is being driven: its terminal step is running, or it
-     * failed for want of a durable record recently and the broker's own retry is on it.
-     */
+    /** Whether the terminal step of a transaction is running. */
     public boolean isEndActive(TxnID txnId) {
-        long sequence = txnId.getLeastSigBits();
-        if (ending.containsKey(sequence)) {
-            return true;
-        }
-        Long failedAt = recordFailedAtMillis.get(sequence);
-        return failedAt != null && preserver.clock().millis() - failedAt < BROKER_RETRY_WINDOW_MILLIS;
+        return ending.containsKey(txnId.getLeastSigBits());
     }
 
     @Override
@@ -167,10 +160,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             onClosed.run();
             beginning.clear();
             ending.clear();
-            recordFailedAtMillis.clear();
-            liveEnds.values().forEach(waiting -> waiting.completeExceptionally(
-                    new IllegalStateException("coordinator " + getTransactionCoordinatorID() + " closed")));
-            liveEnds.clear();
             // Closed whether or not the stock store closed cleanly: the preserver holds the
             // state topic's exclusive producer and a share of the broker's memory bound.
             return preserver.closeAsync().thenCompose(closed -> error == null
@@ -210,48 +199,24 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      * Step 2, once the markers are sent: the decided outcome (its finishing entry is durable)
      * is kept in memory before the terminal entry makes the live transaction disappear. It is
      * written to the state topic with the next group; the transaction's log entries stay
-     * until then. Refused with an error the broker retries only while too many ended
-     * transactions wait for the state topic (it is unavailable).
+     * until then. Refused only while the preserver is unavailable (too many ended
+     * transactions wait for the state topic): the transaction stays finishing.
      */
     protected CompletableFuture<Void> keepDecided(TxnID txnId, Outcome decided, String owner) {
-        return preserver.decide(txnId, decided, owner).handle((kept, error) -> {
-            if (error != null) {
-                recordFailedAtMillis.put(txnId.getLeastSigBits(), preserver.clock().millis());
-                throw new CompletionException(new StateTopicWriteException(
-                        "Outcome of " + txnId + " cannot be kept now",
-                        FutureUtil.unwrapCompletionException(error)));
-            }
-            return null;
-        });
+        return unavailableAsNotFoundCoordinator(preserver.decide(txnId, decided, owner));
     }
 
     /** The terminal entry is durable: the transaction is no longer live. */
     protected void ended(TxnID txnId) {
         preserver.ended(txnId);
-        recordFailedAtMillis.remove(txnId.getLeastSigBits());
-        CompletableFuture<Void> waiting = liveEnds.remove(txnId.getLeastSigBits());
-        if (waiting != null) {
-            waiting.complete(null);
-        }
-    }
-
-    /** Completes once the transaction is no longer live (at once if it is not). */
-    private CompletableFuture<Void> liveEnd(TxnID txnId) {
-        CompletableFuture<Void> end = liveEnds.computeIfAbsent(txnId.getLeastSigBits(),
-                sequence -> new CompletableFuture<>());
-        // It may have ended between the caller's look and the registration.
-        if (liveTxnMeta(txnId) == null) {
-            liveEnds.remove(txnId.getLeastSigBits(), end);
-            end.complete(null);
-        }
-        return end;
     }
 
     private CompletableFuture<Void> answerFromKeptOutcome(TxnID txnId, TxnStatus newStatus) {
-        KeptOutcome kept = preserver.find(txnId);
-        if (kept == null && preserver.isRestoring()) {
-            return preserver.restored().thenCompose(restored -> answerFromKeptOutcome(txnId, newStatus));
-        }
+        return unavailableAsNotFoundCoordinator(preserver.lookUp(txnId))
+                .thenCompose(kept -> answer(txnId, kept, newStatus));
+    }
+
+    private CompletableFuture<Void> answer(TxnID txnId, KeptOutcome kept, TxnStatus newStatus) {
         if (kept == null) {
             return FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
         }
@@ -279,9 +244,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         InFlight mine = new InFlight(newStatus, new CompletableFuture<>());
         InFlight running = inFlight.putIfAbsent(sequence, mine);
         if (running != null) {
-            return running.status() == newStatus ? running.result() : step.get();
+            return running.status() == newStatus ? running.result() : call(step);
         }
-        step.get().whenComplete((ignored, error) -> {
+        call(step).whenComplete((ignored, error) -> {
             inFlight.remove(sequence, mine);
             if (error == null) {
                 mine.result().complete(null);
@@ -290,6 +255,15 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             }
         });
         return mine.result();
+    }
+
+    /** A step that throws is a step that failed: its in-flight entry must not outlive it. */
+    private static CompletableFuture<Void> call(Supplier<CompletableFuture<Void>> step) {
+        try {
+            return step.get();
+        } catch (RuntimeException e) {
+            return FutureUtil.failedFuture(e);
+        }
     }
 
     private record InFlight(TxnStatus status, CompletableFuture<Void> result) {

@@ -1,0 +1,198 @@
+package io.github.txnpreserver.preserver;
+
+import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
+import it.unimi.dsi.fastutil.longs.Long2LongOpenHashMap;
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.longs.LongPredicate;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Which blocks must be written to the state topic, and who waits for what to be durable.
+ *
+ * <p>One vocabulary: every change to a block's record gets an <em>offset</em>, increasing. A
+ * write takes a block's record as of its latest offset; once it lands, every waiter of that
+ * block whose offset is at or below the write's is released. A waiter is one ended
+ * transaction whose log entries may be released only once its outcome is durable (the rule
+ * "the log holds the outcome until its record lands"), so a block whose writes keep failing
+ * holds back its own transactions only, never another block's.
+ *
+ * <p>A failed write puts the block back with its offset and a delay of its own (backoff per
+ * block, so that a block the broker keeps refusing does not slow every other write). A
+ * topic created again loses what landed before: {@link #rewrite} makes writes taken before
+ * it count for nothing.
+ *
+ * <p>Not thread-safe: confined to its coordinator's thread.
+ */
+final class DurabilityQueue {
+
+    static final long FIRST_RETRY_DELAY_NANOS = 100_000_000L;
+    static final long MAX_RETRY_DELAY_NANOS = 5_000_000_000L;
+
+    /** A block to send: its record as of {@code offset}. */
+    record Write(long blockIndex, long offset) {
+    }
+
+    private record Waiter(long offset, Runnable action) {
+    }
+
+    /** Blocks to write, with the offset of their latest change, in the order they changed. */
+    private final Long2LongLinkedOpenHashMap dirty = new Long2LongLinkedOpenHashMap();
+    /** Blocks whose write is in flight, with the offset it took. */
+    private final Long2LongOpenHashMap inFlight = new Long2LongOpenHashMap();
+    /** Blocks whose last write failed: not written again before this time (nanos), and the delay it had. */
+    private final Long2LongOpenHashMap retryAt = new Long2LongOpenHashMap();
+    private final Long2LongOpenHashMap retryDelay = new Long2LongOpenHashMap();
+    private final Long2ObjectOpenHashMap<ArrayDeque<Waiter>> waiters = new Long2ObjectOpenHashMap<>();
+    private long lastOffset;
+    /** Writes that took an offset below this landed in a topic that is gone. */
+    private long countsFrom;
+    private int waiting;
+
+    /** A block's record must be written again. */
+    void changed(long blockIndex) {
+        dirty.put(blockIndex, ++lastOffset);
+    }
+
+    /**
+     * Runs {@code action} once the block's record as of now is durable: at once if nothing of
+     * it waits to be written.
+     *
+     * @return whether it ran at once
+     */
+    boolean afterDurable(long blockIndex, Runnable action) {
+        long offset = dirty.containsKey(blockIndex) ? dirty.get(blockIndex)
+                : inFlight.containsKey(blockIndex) ? inFlight.get(blockIndex) : -1;
+        if (offset < 0) {
+            action.run();
+            return true;
+        }
+        waiters.computeIfAbsent(blockIndex, ignored -> new ArrayDeque<>()).add(new Waiter(offset, action));
+        waiting++;
+        return false;
+    }
+
+    /** Ended transactions waiting for their block's record. */
+    int waiting() {
+        return waiting;
+    }
+
+    /** Ended transactions waiting for blocks that {@code held} excludes from writing. */
+    int waitingFor(LongPredicate held) {
+        int count = 0;
+        for (Long2ObjectOpenHashMap.Entry<ArrayDeque<Waiter>> entry : waiters.long2ObjectEntrySet()) {
+            if (held.test(entry.getLongKey())) {
+                count += entry.getValue().size();
+            }
+        }
+        return count;
+    }
+
+    /** Whether a block may be written now (not held, not backing off). */
+    boolean hasWritable(LongPredicate held, long nowNanos) {
+        for (long index : dirty.keySet()) {
+            if (!held.test(index) && !inFlight.containsKey(index) && retryAt.getOrDefault(index, nowNanos) <= nowNanos) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** When the next block that backs off may be written, or -1 if none does. */
+    long nextRetryNanos(LongPredicate held) {
+        long next = -1;
+        for (Long2LongOpenHashMap.Entry entry : retryAt.long2LongEntrySet()) {
+            if (dirty.containsKey(entry.getLongKey()) && !held.test(entry.getLongKey())
+                    && (next < 0 || entry.getLongValue() < next)) {
+                next = entry.getLongValue();
+            }
+        }
+        return next;
+    }
+
+    /** Takes every dirty block that may be written now, each as of its latest offset. */
+    List<Write> drain(LongPredicate held, long nowNanos) {
+        List<Write> writes = new ArrayList<>();
+        var entries = dirty.long2LongEntrySet().fastIterator();
+        while (entries.hasNext()) {
+            var entry = entries.next();
+            long index = entry.getLongKey();
+            if (held.test(index) || inFlight.containsKey(index) || retryAt.getOrDefault(index, nowNanos) > nowNanos) {
+                continue;
+            }
+            writes.add(new Write(index, entry.getLongValue()));
+            inFlight.put(index, entry.getLongValue());
+            entries.remove();
+        }
+        return writes;
+    }
+
+    /** A write landed: its block's waiters up to its offset are released, in order. */
+    void landed(Write write) {
+        inFlight.remove(write.blockIndex());
+        retryAt.remove(write.blockIndex());
+        retryDelay.remove(write.blockIndex());
+        if (write.offset() < countsFrom) {
+            return;
+        }
+        ArrayDeque<Waiter> queue = waiters.get(write.blockIndex());
+        if (queue == null) {
+            return;
+        }
+        List<Runnable> ready = new ArrayList<>();
+        while (!queue.isEmpty() && queue.peekFirst().offset() <= write.offset()) {
+            ready.add(queue.pollFirst().action());
+            waiting--;
+        }
+        if (queue.isEmpty()) {
+            waiters.remove(write.blockIndex());
+        }
+        ready.forEach(Runnable::run);
+    }
+
+    /** A write failed: the block is written again, not before its backoff. */
+    void failed(Write write, long nowNanos) {
+        inFlight.remove(write.blockIndex());
+        if (!dirty.containsKey(write.blockIndex())) {
+            dirty.put(write.blockIndex(), write.offset());
+        }
+        long delay = retryDelay.containsKey(write.blockIndex())
+                ? Math.min(2 * retryDelay.get(write.blockIndex()), MAX_RETRY_DELAY_NANOS) : FIRST_RETRY_DELAY_NANOS;
+        retryDelay.put(write.blockIndex(), delay);
+        retryAt.put(write.blockIndex(), nowNanos + delay);
+    }
+
+    /** Blocks wait no more for their backoff: the writer was replaced. */
+    void retryNow() {
+        retryAt.clear();
+        retryDelay.clear();
+    }
+
+    /** The topic was created again: only writes from now on count, and every given block is written. */
+    void rewrite(Iterable<Long> blocks) {
+        countsFrom = lastOffset + 1;
+        for (long index : blocks) {
+            changed(index);
+        }
+        retryNow();
+    }
+
+    boolean isDirty() {
+        return !dirty.isEmpty();
+    }
+
+    boolean hasInFlight() {
+        return !inFlight.isEmpty();
+    }
+
+    /** Nothing waits any more: the coordinator closed here (the log keeps what they would release). */
+    void clear() {
+        dirty.clear();
+        inFlight.clear();
+        waiters.clear();
+        retryAt.clear();
+        retryDelay.clear();
+        waiting = 0;
+    }
+}

@@ -1,0 +1,587 @@
+package io.github.txnpreserver.preserver;
+
+import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.ints.IntArrayList;
+import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.longs.LongArrayList;
+import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The outcomes one coordinator keeps: pure in-memory data, no I/O, no time of its own.
+ *
+ * <h2>Policy</h2>
+ * <ul>
+ *   <li><b>By time</b>: every decided outcome is kept until its time-to-live ({@link #expire}).</li>
+ *   <li><b>By memory</b>: the broker's memory bound drops whole blocks, least recently
+ *       written first ({@link #evictOldest}): with sequence ids allocated consecutively, the
+ *       oldest outcomes first.</li>
+ *   <li><b>Per-client floor</b> ({@link ClientFloor}): each client's newest {@code perClient}
+ *       decided outcomes survive the memory bound (not their time-to-live).</li>
+ * </ul>
+ *
+ * <h2>Structure</h2>
+ * Outcomes live in {@link OutcomeBlock}s of 256 consecutive sequences, indexed by block and
+ * linked in the order they were last written. A block is also the state topic's unit: every
+ * change to what a block's record must say is reported to {@link BlockChanges}, which writes
+ * the block whole. A block dropped from memory is deleted from the topic (a tombstone),
+ * unless floor entries still live in its record ("floor-only" blocks).
+ *
+ * <h2>Held blocks</h2>
+ * While the state topic is read at a coordinator's opening, blocks up to the highest
+ * sequence the transaction log had allocated are <em>held</em> ({@link #hold}): they may have
+ * records not read yet, so they are neither written nor dropped until {@link #merge}.
+ *
+ * <p>Not thread-safe: confined to its coordinator's thread ({@code Preserver}).
+ */
+final class OutcomeIndex {
+
+    /** End times are stored as seconds since this instant (2020-01-01T00:00:00Z). */
+    static final long TIME_EPOCH_MILLIS = 1_577_836_800_000L;
+    private static final int BYTES_PER_PENDING = 64;
+    private static final int BYTES_PER_FLOOR_ONLY_BLOCK = 24;
+
+    /** Receives the blocks whose record must be written again (or deleted). */
+    @FunctionalInterface
+    interface BlockChanges {
+        void changed(long blockIndex);
+    }
+
+    private final long timeToLiveMillis;
+    private final int perClient;
+    private final BlockChanges changes;
+    private final Long2ObjectOpenHashMap<OutcomeBlock> blocks = new Long2ObjectOpenHashMap<>();
+    private OutcomeBlock oldest;
+    private OutcomeBlock newest;
+    private final OwnerIds owners = new OwnerIds();
+    private final ClientFloor floor;
+    /** Blocks no longer in memory whose record still holds floor entries: how many. */
+    private final Long2IntOpenHashMap floorOnlyBlocks = new Long2IntOpenHashMap();
+    /** Ends in progress (decided, terminal entry not durable yet): they pin their block. */
+    private final LongOpenHashSet pending = new LongOpenHashSet();
+    private long blockBytes;
+    private long blockOutcomes;
+    private long memoryEvictions;
+    private long expirations;
+    private int droppedThroughTime = Integer.MIN_VALUE;
+    /** Blocks at or below this index are held; -1 when none is. */
+    private long heldThroughBlock = -1;
+
+    OutcomeIndex(int perClient, int floorCap, long timeToLiveMillis, BlockChanges changes) {
+        if (perClient < 1 || floorCap < 1 || timeToLiveMillis < 1) {
+            throw new IllegalArgumentException("limits must be positive");
+        }
+        this.perClient = perClient;
+        this.floor = new ClientFloor(perClient, floorCap);
+        this.timeToLiveMillis = timeToLiveMillis;
+        this.changes = changes;
+        floorOnlyBlocks.defaultReturnValue(0);
+    }
+
+    /** The stored form of a wall-clock time: whole seconds since 2020, rounded up (never expires early). */
+    static int storedSecond(long millis) {
+        long seconds = Math.floorDiv(millis - TIME_EPOCH_MILLIS + 999, 1000);
+        return (int) Math.max(0, Math.min(Integer.MAX_VALUE, seconds));
+    }
+
+    static long millisOf(int storedSecond) {
+        return TIME_EPOCH_MILLIS + 1000L * storedSecond;
+    }
+
+    /**
+     * The decided outcome of an end whose finishing entry is durable: kept in its block
+     * (pinned there until {@link #ended}) and admitted to its client's floor. Called again (a
+     * retried terminal step), it changes nothing.
+     */
+    void decide(long sequence, boolean committed, String owner, long nowMillis) {
+        if (pending.contains(sequence)) {
+            return;
+        }
+        int ownerId = owners.idOf(owner);
+        OutcomeBlock block = put(sequence, committed, storedSecond(nowMillis), ownerId);
+        pending.add(sequence);
+        block.pins++;
+        int offset = OutcomeBlock.offsetOf(sequence);
+        int replaced = floor.add(sequence, block.owner(offset), block.time(offset), committed, this::floorEntryRemoved);
+        owners.retain(block.owner(offset));
+        if (replaced != ClientFloor.ADDED) {
+            owners.release(replaced);
+        }
+    }
+
+    /** The transaction's terminal entry is durable: its outcome may now be dropped like any other. */
+    void ended(long sequence) {
+        if (pending.remove(sequence)) {
+            OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
+            if (block != null) {
+                block.pins--;
+            }
+        }
+    }
+
+    /** The kept outcome of a sequence: null, or a packed outcome ({@link ClientFloor#pack}). */
+    long find(long sequence, long none) {
+        OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
+        int offset = OutcomeBlock.offsetOf(sequence);
+        if (block != null && block.has(offset)) {
+            return ClientFloor.pack(block.time(offset), block.owner(offset), block.committed(offset));
+        }
+        return floor.get(sequence, none);
+    }
+
+    String ownerName(int ownerId) {
+        return owners.nameOf(ownerId);
+    }
+
+    /**
+     * Drops the outcomes past their time-to-live, floor entries included. An end in progress
+     * keeps its block, as does a held block.
+     *
+     * @return how many outcomes were dropped
+     */
+    long expire(long nowMillis) {
+        int through = expiredThrough(nowMillis);
+        long before = size();
+        floor.expire(through, this::floorEntryRemoved);
+        for (OutcomeBlock block = oldest; block != null; ) {
+            OutcomeBlock next = block.newer;
+            if (droppable(block)) {
+                if (block.count() == 0 || block.maxTime() <= through) {
+                    drop(block);
+                } else if (block.minTime() <= through) {
+                    dropExpiredEntries(block, through);
+                }
+            }
+            block = next;
+        }
+        long dropped = before - size();
+        expirations += dropped;
+        return dropped;
+    }
+
+    /**
+     * Drops the least recently written block that may be dropped, for the memory bound; its
+     * floor entries stay.
+     *
+     * @return the outcomes it dropped, or -1 if there was no block to drop
+     */
+    int evictOldest() {
+        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+            if (droppable(block)) {
+                droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
+                int dropped = block.count() - drop(block);
+                memoryEvictions += dropped;
+                return dropped;
+            }
+        }
+        return -1;
+    }
+
+    /** The newest end time in the block {@link #evictOldest} would drop, or null if none. */
+    Long oldestEvictableMillis() {
+        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+            if (droppable(block)) {
+                return millisOf(block.maxTime());
+            }
+        }
+        return null;
+    }
+
+    /** Holds the blocks up to the one of {@code frontierSequence} until {@link #merge}. */
+    void hold(long frontierSequence) {
+        heldThroughBlock = Math.max(heldThroughBlock, OutcomeBlock.indexOf(Math.max(0, frontierSequence)));
+    }
+
+    boolean isHeld(long blockIndex) {
+        return blockIndex <= heldThroughBlock;
+    }
+
+    boolean isHolding() {
+        return heldThroughBlock >= 0;
+    }
+
+    /**
+     * What a block's record must say now: the block, a block built from its floor entries
+     * if only they are left, or null to delete its key.
+     */
+    OutcomeBlock recordOf(long index) {
+        OutcomeBlock block = blocks.get(index);
+        if (block == null && floorOnlyBlocks.containsKey(index)) {
+            block = new OutcomeBlock(index);
+            fillFromFloor(block);
+        }
+        return block == null || block.count() == 0 ? null : block;
+    }
+
+    /** Every block that has a record: the topic was created again and must get them all. */
+    LongArrayList blocksWithRecords() {
+        LongArrayList indexes = new LongArrayList(blocks.keySet());
+        for (long index : floorOnlyBlocks.keySet()) {
+            if (!blocks.containsKey(index)) {
+                indexes.add(index);
+            }
+        }
+        return indexes;
+    }
+
+    /**
+     * Joins what the restore read to what this coordinator kept meanwhile (which is newer,
+     * and wins), rebuilds the floor, and releases the held blocks.
+     */
+    void merge(RestoredBlocks restored, long nowMillis) {
+        int through = expiredThrough(nowMillis);
+        OutcomeBlock[] byAge = restored.blocks().values().toArray(new OutcomeBlock[0]);
+        Arrays.sort(byAge, (a, b) -> Integer.compare(b.maxTime(), a.maxTime()));
+        int[] remap = new int[restored.owners().highestId() + 1];
+        Arrays.fill(remap, -1);
+        for (OutcomeBlock staged : byAge) {
+            if (!blocks.containsKey(staged.index) && floorOnlyBlocks.containsKey(staged.index)) {
+                // Dropped by the memory bound while the restore read (held blocks are not), so
+                // written by this coordinator, whose floor entries and record are newer than a
+                // copy a second read may have found.
+                continue;
+            }
+            if (staged.count() == 0 || staged.maxTime() <= through) {
+                if (!blocks.containsKey(staged.index)) {
+                    changes.changed(staged.index);
+                }
+                continue;
+            }
+            for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
+                int local = staged.owner(offset);
+                if (remap[local] < 0) {
+                    remap[local] = owners.idOf(restored.owners().nameOf(local));
+                }
+            }
+            OutcomeBlock live = blocks.get(staged.index);
+            if (live == null) {
+                staged.remapOwners(remap);
+                adoptAsOldest(staged);
+            } else {
+                mergeInto(live, staged, remap);
+            }
+        }
+        rebuildFloor();
+        heldThroughBlock = -1;
+    }
+
+    /** Outcomes kept: in blocks, and floor entries whose block is gone. */
+    long size() {
+        long floorOnly = 0;
+        for (int count : floorOnlyBlocks.values()) {
+            floorOnly += count;
+        }
+        return blockOutcomes + floorOnly;
+    }
+
+    /** Keys of the state topic's compacted view: one per block with a record. */
+    long keyCount() {
+        return blocks.size() + floorOnlyBlocks.size();
+    }
+
+    /** Clients (owner roles, and the one without owner) with floor entries. */
+    int clients() {
+        return floor.clients();
+    }
+
+    /** Heap bytes of the kept outcomes and their bookkeeping. */
+    long bytes() {
+        return blockBytes + floor.bytes() + owners.bytes() + (long) BYTES_PER_PENDING * pending.size()
+                + (long) BYTES_PER_FLOOR_ONLY_BLOCK * floorOnlyBlocks.size();
+    }
+
+    /** Age of the oldest outcome in the window (floor entries past it not counted); 0 when empty. */
+    long windowMillis(long nowMillis) {
+        int min = Integer.MAX_VALUE;
+        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+            if (block.count() > 0) {
+                min = Math.min(min, block.minTime());
+            }
+        }
+        return min == Integer.MAX_VALUE ? 0 : Math.max(0, nowMillis - millisOf(min));
+    }
+
+    long memoryEvictions() {
+        return memoryEvictions;
+    }
+
+    long floorEvictions() {
+        return floor.capped();
+    }
+
+    long expirations() {
+        return expirations;
+    }
+
+    /** The newest end time of an outcome the memory bound dropped, or null if none was. */
+    Long droppedThroughMillis() {
+        return droppedThroughTime == Integer.MIN_VALUE ? null : millisOf(droppedThroughTime);
+    }
+
+    int floorSize() {
+        return floor.size();
+    }
+
+    int blockCount() {
+        return blocks.size();
+    }
+
+    int ownerCount() {
+        return owners.size();
+    }
+
+    private int expiredThrough(long nowMillis) {
+        long through = Math.floorDiv(nowMillis - timeToLiveMillis - TIME_EPOCH_MILLIS, 1000);
+        return (int) Math.max(Integer.MIN_VALUE + 1L, Math.min(Integer.MAX_VALUE, through));
+    }
+
+    /**
+     * No end in progress pins the block, and it is not held: dropped then, its floor entries
+     * and its changes would meet the restored record of the same key (which lacks them).
+     */
+    private boolean droppable(OutcomeBlock block) {
+        return block.pins == 0 && !isHeld(block.index);
+    }
+
+    /** Keeps an outcome in its block (created if needed); reports the block changed unless it said so already. */
+    private OutcomeBlock put(long sequence, boolean committed, int time, int owner) {
+        long index = OutcomeBlock.indexOf(sequence);
+        int offset = OutcomeBlock.offsetOf(sequence);
+        OutcomeBlock block = blocks.get(index);
+        if (block == null) {
+            block = createBlock(index);
+        } else if (block.has(offset) && block.committed(offset) == committed && block.owner(offset) == owner) {
+            touch(block);
+            return block;
+        }
+        long before = block.bytes();
+        owners.retain(owner);
+        int replaced = block.set(offset, committed, time, owner);
+        if (replaced >= 0) {
+            owners.release(replaced);
+        } else {
+            blockOutcomes++;
+        }
+        blockBytes += block.bytes() - before;
+        touch(block);
+        changes.changed(index);
+        return block;
+    }
+
+    private OutcomeBlock createBlock(long index) {
+        OutcomeBlock block = new OutcomeBlock(index);
+        blocks.put(index, block);
+        linkNewest(block);
+        if (floorOnlyBlocks.containsKey(index)) {
+            // Its record still holds floor entries: the block's next record must too.
+            floorOnlyBlocks.remove(index);
+            fillFromFloor(block);
+            for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+                owners.retain(block.owner(offset));
+            }
+            blockOutcomes += block.count();
+        }
+        blockBytes += block.bytes();
+        return block;
+    }
+
+    /**
+     * Drops a block from memory; its key is deleted unless floor entries still need its record.
+     *
+     * @return how many of its outcomes stay kept as floor entries
+     */
+    private int drop(OutcomeBlock block) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            owners.release(block.owner(offset));
+        }
+        // Over every offset: a floor entry may outlive its block entry (expired from the block,
+        // not yet from the floor, which expires each client in end order).
+        int floorEntries = floorEntriesOf(block.index);
+        blockOutcomes -= block.count();
+        blockBytes -= block.bytes();
+        unlink(block);
+        blocks.remove(block.index);
+        if (floorEntries > 0) {
+            floorOnlyBlocks.put(block.index, floorEntries);
+        } else {
+            changes.changed(block.index);
+        }
+        return floorEntries;
+    }
+
+    private void dropExpiredEntries(OutcomeBlock block, int through) {
+        long before = block.bytes();
+        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            if (block.time(offset) <= through) {
+                owners.release(block.clear(offset));
+                blockOutcomes--;
+            }
+        }
+        block.recomputeMinTime();
+        blockBytes += block.bytes() - before;
+    }
+
+    private void floorEntryRemoved(long sequence, long packed) {
+        owners.release(ClientFloor.ownerOf(packed));
+        long index = OutcomeBlock.indexOf(sequence);
+        if (blocks.containsKey(index) || !floorOnlyBlocks.containsKey(index)) {
+            return;
+        }
+        int left = floorOnlyBlocks.get(index) - 1;
+        if (left > 0) {
+            floorOnlyBlocks.put(index, left);
+        } else {
+            floorOnlyBlocks.remove(index);
+            changes.changed(index);
+        }
+    }
+
+    /** Puts the floor entries of a block's sequences into it. */
+    private void fillFromFloor(OutcomeBlock block) {
+        long first = block.firstSequence();
+        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+            long packed = floor.get(first + offset, -1);
+            if (packed != -1) {
+                block.set(offset, ClientFloor.committedOf(packed), ClientFloor.timeOf(packed),
+                        ClientFloor.ownerOf(packed));
+            }
+        }
+    }
+
+    /** Floor entries among a block's 256 sequences, whether or not the block still has them. */
+    private int floorEntriesOf(long index) {
+        int entries = 0;
+        long first = index << OutcomeBlock.SHIFT;
+        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+            if (floor.contains(first + offset)) {
+                entries++;
+            }
+        }
+        return entries;
+    }
+
+    private void mergeInto(OutcomeBlock live, OutcomeBlock staged, int[] remap) {
+        long before = live.bytes();
+        for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
+            if (!live.has(offset)) {
+                int owner = remap[staged.owner(offset)];
+                owners.retain(owner);
+                live.set(offset, staged.committed(offset), staged.time(offset), owner);
+                blockOutcomes++;
+            }
+        }
+        blockBytes += live.bytes() - before;
+        changes.changed(live.index);
+    }
+
+    private void adoptAsOldest(OutcomeBlock staged) {
+        for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
+            owners.retain(staged.owner(offset));
+        }
+        blocks.put(staged.index, staged);
+        staged.newer = oldest;
+        if (oldest != null) {
+            oldest.older = staged;
+        } else {
+            newest = staged;
+        }
+        oldest = staged;
+        blockOutcomes += staged.count();
+        blockBytes += staged.bytes();
+    }
+
+    /** Each client's newest decided outcomes, from every block, newest blocks first. */
+    private void rebuildFloor() {
+        Int2ObjectOpenHashMap<NewestPerClient> newestByOwner = new Int2ObjectOpenHashMap<>();
+        // The old entries' owner references are released only once the new floor holds its
+        // own: an owner whose only outcomes are floor entries would otherwise reach zero
+        // references in between, and its id be freed (its name lost) or handed to another owner.
+        IntArrayList formerOwners = new IntArrayList(floor.size());
+        // Floor entries of blocks dropped meanwhile compete with the restored ones.
+        floor.forEach((sequence, packed) -> {
+            formerOwners.add(ClientFloor.ownerOf(packed));
+            if (!blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
+                newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), ignored -> new NewestPerClient(perClient))
+                        .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
+            }
+        });
+        long[] formerlyFloorOnly = floorOnlyBlocks.keySet().toLongArray();
+        floor.clear();
+        floorOnlyBlocks.clear();
+        for (OutcomeBlock block = newest; block != null; block = block.older) {
+            long first = block.firstSequence();
+            for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+                newestByOwner.computeIfAbsent(block.owner(offset), ignored -> new NewestPerClient(perClient))
+                        .offer(block.time(offset), first + offset, block.committed(offset));
+            }
+        }
+        // Least recently ending clients first, so that the floor cap takes from them.
+        List<Map.Entry<Integer, NewestPerClient>> clients = new ArrayList<>(newestByOwner.int2ObjectEntrySet());
+        clients.sort((a, b) -> Integer.compare(a.getValue().newestTime(), b.getValue().newestTime()));
+        for (Map.Entry<Integer, NewestPerClient> client : clients) {
+            int owner = client.getKey();
+            client.getValue().inOrder((time, sequence, committed) -> {
+                int replaced = floor.add(sequence, owner, time, committed, this::floorEntryRemoved);
+                owners.retain(owner);
+                if (replaced != ClientFloor.ADDED) {
+                    owners.release(replaced);
+                }
+            });
+        }
+        for (int i = 0; i < formerOwners.size(); i++) {
+            owners.release(formerOwners.getInt(i));
+        }
+        for (long index : formerlyFloorOnly) {
+            if (blocks.containsKey(index)) {
+                continue;
+            }
+            int entries = floorEntriesOf(index);
+            if (entries > 0) {
+                floorOnlyBlocks.put(index, entries);
+            } else {
+                changes.changed(index);
+            }
+        }
+    }
+
+    private void touch(OutcomeBlock block) {
+        if (block != newest) {
+            unlink(block);
+            linkNewest(block);
+        }
+    }
+
+    private void linkNewest(OutcomeBlock block) {
+        block.older = newest;
+        block.newer = null;
+        if (newest != null) {
+            newest.newer = block;
+        } else {
+            oldest = block;
+        }
+        newest = block;
+    }
+
+    private void unlink(OutcomeBlock block) {
+        if (block.older != null) {
+            block.older.newer = block.newer;
+        } else {
+            oldest = block.newer;
+        }
+        if (block.newer != null) {
+            block.newer.older = block.older;
+        } else {
+            newest = block.older;
+        }
+        block.older = null;
+        block.newer = null;
+    }
+
+    private static int next(OutcomeBlock block, int offset) {
+        return offset == OutcomeBlock.MASK ? -1 : block.nextKept(offset + 1);
+    }
+}

@@ -1,0 +1,16 @@
+package io.github.txnpreserver.preserver;
+
+/**
+ * What one coordinator keeps, as last published by its thread (at most a second old): read
+ * by the metrics exporter from any thread.
+ *
+ * @param kept outcomes kept, in blocks and floor entries
+ * @param windowMillis age of the oldest outcome in the window, 0 when empty
+ * @param droppedThroughMillis newest end time the memory bound dropped, or null
+ */
+public record PreserverFigures(long kept, long keys, long bytes, int floorEntries, int clients, long windowMillis,
+                               long memoryEvictions, long floorEvictions, long expirations,
+                               Long droppedThroughMillis, int waitingEnds) {
+
+    static final PreserverFigures NONE = new PreserverFigures(0, 0, 0, 0, 0, 0, 0, 0, 0, null, 0);
+}

@@ -1,0 +1,170 @@
+package io.github.txnpreserver.preserver;
+
+import io.github.txnpreserver.statetopic.MalformedRecordException;
+import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.time.Scheduler;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.LongSupplier;
+import org.apache.pulsar.common.util.FutureUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reads a coordinator's state topic once when it opens: to the barrier its writer puts at
+ * the end (see {@link StateTopic#readToEnd}), on a thread of its own, into a
+ * {@link RestoredBlocks}; then hands it, whole, to the coordinator's thread for one merge.
+ * A read that fails is read again from the start, with backoff, until it succeeds or the
+ * coordinator closes.
+ *
+ * <p>Every record is validated ({@link BlockRecordCodec#decode}): a record this coordinator
+ * could not have written (another coordinator's, a block past the sequences its log has
+ * allocated, an alias key, an owner reference out of range, bytes that are no record) is
+ * logged, counted and skipped, and nothing it holds can stop the restore.
+ *
+ * <p>Phases: {@code READING → (failed) WAITING → READING … → DONE}; {@code CLOSED} from any.
+ * Everything but the read itself runs on the coordinator's thread.
+ */
+final class Restorer {
+
+    private static final Logger log = LoggerFactory.getLogger(Restorer.class);
+    private static final Duration FIRST_RETRY_DELAY = Duration.ofMillis(100);
+    private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(5);
+
+    enum Phase { READING, WAITING, DONE, CLOSED }
+
+    /** What the coordinator does with a finished read, and with a read that says the writer is gone. */
+    interface Outcomes {
+        void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long startNanos);
+
+        void writerFenced(Throwable cause);
+
+        void writerLost(Throwable cause);
+    }
+
+    private final long coordinatorId;
+    private final StateTopic stateTopic;
+    private final Scheduler scheduler;
+    private final PreserverStats stats;
+    private final LongSupplier highestSequence;
+    private final Outcomes outcomes;
+    private Phase phase = Phase.WAITING;
+    private Duration retryDelay = FIRST_RETRY_DELAY;
+
+    /**
+     * @param highestSequence the highest sequence id the coordinator's log has allocated: a
+     *     block past it cannot be this coordinator's
+     */
+    Restorer(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, PreserverStats stats,
+             LongSupplier highestSequence, Outcomes outcomes) {
+        this.coordinatorId = coordinatorId;
+        this.stateTopic = stateTopic;
+        this.scheduler = scheduler;
+        this.stats = stats;
+        this.highestSequence = highestSequence;
+        this.outcomes = outcomes;
+    }
+
+    Phase phase() {
+        return phase;
+    }
+
+    /** Starts a read. On the coordinator's thread. */
+    void read() {
+        if (phase != Phase.WAITING) {
+            return;
+        }
+        phase = Phase.READING;
+        long startNanos = scheduler.nanoTime();
+        // Read at each attempt: this coordinator may have allocated more since the last one.
+        long maxBlock = BlockRecordCodec.blockOf(Math.max(0, highestSequence.getAsLong()));
+        Collector collector = new Collector(maxBlock);
+        ExecutorService reader = Executors.newSingleThreadExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "txn-preserver-restore-" + coordinatorId);
+            thread.setDaemon(true);
+            return thread;
+        });
+        CompletableFuture<Void> read;
+        try {
+            read = stateTopic.readToEnd(collector::accept, reader);
+        } catch (RuntimeException e) {
+            read = CompletableFuture.failedFuture(e);
+        }
+        read.whenComplete((ignored, error) -> {
+            reader.shutdown();
+            scheduler.execute(() -> readDone(collector, error, startNanos));
+        });
+    }
+
+    void close() {
+        phase = Phase.CLOSED;
+    }
+
+    private void readDone(Collector collector, Throwable error, long startNanos) {
+        if (phase != Phase.READING) {
+            return;
+        }
+        if (error == null) {
+            phase = Phase.DONE;
+            outcomes.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
+                    startNanos);
+            return;
+        }
+        phase = Phase.WAITING;
+        log.warn("Coordinator {}: could not read its state topic {}; retrying in {} ms (lookups of ended"
+                + " transactions wait): {}", coordinatorId, stateTopic, retryDelay.toMillis(),
+                FutureUtil.unwrapCompletionException(error).toString());
+        StateTopic.WriteFailure kind = stateTopic.classify(error);
+        if (kind == StateTopic.WriteFailure.FENCED) {
+            outcomes.writerFenced(error);
+            return;
+        }
+        if (kind != StateTopic.WriteFailure.TRANSIENT) {
+            outcomes.writerLost(error);
+        }
+        scheduler.schedule(this::read, retryDelay);
+        retryDelay = retryDelay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY
+                : retryDelay.multipliedBy(2);
+    }
+
+    /** Collects one read's records on the reading thread. */
+    private final class Collector {
+        final RestoredBlocks blocks = new RestoredBlocks();
+        final long maxBlock;
+        long records;
+        long blockRecords;
+        long blockBytes;
+
+        Collector(long maxBlock) {
+            this.maxBlock = maxBlock;
+        }
+
+        void accept(String key, byte[] value) {
+            records++;
+            try {
+                long index = BlockRecordCodec.blockIndexOf(key);
+                if (value == null) {
+                    blocks.deleted(index);
+                    return;
+                }
+                blocks.put(BlockRecordCodec.decode(key, value, coordinatorId, maxBlock));
+                blockRecords++;
+                blockBytes += value.length;
+            } catch (MalformedRecordException e) {
+                skipped(e.getMessage());
+            } catch (RuntimeException e) {
+                // A record this reader cannot apply must not stop the restore (it would be read
+                // again at every retry): skipped like a malformed one.
+                skipped("record under key '" + key + "' could not be applied: " + e);
+            }
+        }
+
+        private void skipped(String why) {
+            stats.malformedRecords.increment();
+            log.warn("Coordinator {}: skipping malformed state-topic record: {}", coordinatorId, why);
+        }
+    }
+
+}

@@ -1,0 +1,353 @@
+package io.github.txnpreserver.preserver;
+
+import io.github.txnpreserver.statetopic.CoordinatorMovedException;
+import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.statetopic.WriterFencedException;
+import io.github.txnpreserver.time.Scheduler;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import org.apache.pulsar.common.util.FutureUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Writes a coordinator's dirty blocks to its state topic, and keeps a writer to do it with.
+ *
+ * <p><b>Flushes.</b> One at a time: a flush sends every block {@link DurabilityQueue} lets it
+ * take, each whole; the changes made meanwhile go out with the next, a group interval later
+ * (group commit: under load one message carries the ends of many transactions). What a
+ * landed write makes durable, and what a failed one puts back, is the queue's business.
+ *
+ * <p><b>The writer's lifecycle</b> is {@link WriterState}, checked at each transition: a
+ * writer that can write no more or is wedged is replaced (after the restore, if one is
+ * reading: a terminated topic must be read before it is created again); a writer fenced by
+ * another, or a coordinator this broker no longer owns, makes the coordinator close here.
+ * Each replacement is an attempt with a number: the answer of one that was given up on is
+ * ignored.
+ *
+ * <p>Not thread-safe: confined to its coordinator's thread; completions hop back onto it.
+ */
+final class StateTopicWriter {
+
+    private static final Logger log = LoggerFactory.getLogger(StateTopicWriter.class);
+    private static final Duration FIRST_RETRY_DELAY = Duration.ofMillis(100);
+    private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(5);
+    private static final Duration RELEASE_RETRY_DELAY = Duration.ofSeconds(1);
+    private static final long REPORT_INTERVAL_SECONDS = 60;
+
+    private final long coordinatorId;
+    private final StateTopic stateTopic;
+    private final Scheduler scheduler;
+    private final OutcomeIndex index;
+    private final DurabilityQueue queue;
+    private final PreserverStats stats;
+    private final CompactionPacing pacing;
+    private final Duration groupCommit;
+    private final BooleanSupplier restoring;
+    private final RateLimitedLog writeFailures;
+    private final RateLimitedLog replacements;
+    private Supplier<CompletableFuture<Void>> releaseCoordinator = () -> CompletableFuture.completedFuture(null);
+    private WriterState state = WriterState.WRITING;
+    private boolean flushScheduled;
+    private boolean flushInFlight;
+    private long attempt;
+    /** A replacement waits for the restore's end. */
+    private boolean replaceAfterRestore;
+    private Duration replaceRetryDelay = FIRST_RETRY_DELAY;
+
+    StateTopicWriter(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, OutcomeIndex index,
+                     DurabilityQueue queue, PreserverStats stats, CompactionPacing pacing, Duration groupCommit,
+                     BooleanSupplier restoring) {
+        this.coordinatorId = coordinatorId;
+        this.stateTopic = stateTopic;
+        this.scheduler = scheduler;
+        this.index = index;
+        this.queue = queue;
+        this.stats = stats;
+        this.pacing = pacing;
+        this.groupCommit = groupCommit;
+        this.restoring = restoring;
+        this.writeFailures = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.replacements = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+    }
+
+    /** How to close the coordinator here once its writer was fenced or the broker no longer owns it. */
+    void releaseCoordinatorWith(Supplier<CompletableFuture<Void>> release) {
+        this.releaseCoordinator = release;
+    }
+
+    WriterState state() {
+        return state;
+    }
+
+    private void become(WriterState next) {
+        if (!next.canFollow(state)) {
+            throw new IllegalStateException("Coordinator " + coordinatorId + ": the writer cannot go from " + state
+                    + " to " + next);
+        }
+        state = next;
+    }
+
+    // ---- flushes
+
+    /** Changes were made: their blocks go out with the next flush, a group interval from now. */
+    void requestFlush() {
+        if (state != WriterState.WRITING || flushScheduled || flushInFlight || !queue.isDirty()) {
+            return;
+        }
+        flushScheduled = true;
+        scheduler.schedule(this::flush, groupCommit);
+    }
+
+    private void flush() {
+        flushScheduled = false;
+        if (state != WriterState.WRITING || flushInFlight) {
+            return;
+        }
+        long now = scheduler.nanoTime();
+        List<DurabilityQueue.Write> writes = queue.drain(index::isHeld, now);
+        if (writes.isEmpty()) {
+            long retryAt = queue.nextRetryNanos(index::isHeld);
+            if (retryAt >= 0) {
+                flushScheduled = true;
+                scheduler.schedule(this::flush, Duration.ofNanos(Math.max(0, retryAt - now)));
+            }
+            return;
+        }
+        flushInFlight = true;
+        List<CompletableFuture<Void>> sends = new ArrayList<>(writes.size());
+        for (DurabilityQueue.Write write : writes) {
+            sends.add(send(write));
+        }
+        stateTopic.flush();
+        CompletableFuture.allOf(sends.toArray(new CompletableFuture[0])).whenComplete((ignored, error) ->
+                scheduler.execute(() -> flushed(writes, sends, now)));
+    }
+
+    private CompletableFuture<Void> send(DurabilityQueue.Write write) {
+        try {
+            String key = BlockRecordCodec.key(write.blockIndex());
+            OutcomeBlock record = index.recordOf(write.blockIndex());
+            if (record == null) {
+                return stateTopic.delete(key);
+            }
+            byte[] value = BlockRecordCodec.encode(coordinatorId, record, index::ownerName);
+            pacing.recordSeen(value.length);
+            return stateTopic.write(key, value);
+        } catch (RuntimeException e) {
+            // A failed send: the block is put back and written again.
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private void flushed(List<DurabilityQueue.Write> writes, List<CompletableFuture<Void>> sends, long startNanos) {
+        flushInFlight = false;
+        if (state == WriterState.CLOSED) {
+            return;
+        }
+        long now = scheduler.nanoTime();
+        stats.stateWriteLatency.recordNanos(now - startNanos);
+        StateTopic.WriteFailure worst = null;
+        Throwable cause = null;
+        for (int i = 0; i < writes.size(); i++) {
+            CompletableFuture<Void> send = sends.get(i);
+            if (!send.isCompletedExceptionally()) {
+                queue.landed(writes.get(i));
+                continue;
+            }
+            Throwable error = FutureUtil.unwrapCompletionException(send.handle((ok, e) -> e).join());
+            queue.failed(writes.get(i), now);
+            stats.recordWriteFailures.increment();
+            StateTopic.WriteFailure kind = stateTopic.classify(error);
+            if (worst == null || kind.ordinal() > worst.ordinal()) {
+                worst = kind;
+                cause = error;
+            }
+        }
+        if (worst == StateTopic.WriteFailure.FENCED) {
+            release(cause);
+            return;
+        }
+        if (worst == StateTopic.WriteFailure.LOST || worst == StateTopic.WriteFailure.STUCK) {
+            lost(cause);
+            return;
+        }
+        if (worst != null) {
+            Throwable reported = cause;
+            writeFailures.occurred(1, count -> log.warn("Coordinator {}: {} state-topic flushes failed in the last"
+                    + " {} s (last: {}); their blocks are written again, the ends in them wait", coordinatorId,
+                    count, REPORT_INTERVAL_SECONDS, reported.toString()));
+        }
+        requestFlush();
+    }
+
+    // ---- the writer's lifecycle
+
+    /** The writer can write no more, or is wedged: replaced, once the restore (if any) is done. */
+    void lost(Throwable cause) {
+        if (state != WriterState.WRITING) {
+            return;
+        }
+        if (restoring.getAsBoolean()) {
+            become(WriterState.REPLACE_PENDING);
+            replaceAfterRestore = true;
+            return;
+        }
+        replace(cause, false);
+    }
+
+    /**
+     * The restore could not write its barrier because the writer is lost: it cannot end
+     * without a new one, so the writer is replaced now, in the way that deletes nothing.
+     */
+    void lostDuringRestore(Throwable cause) {
+        if (state == WriterState.WRITING || state == WriterState.REPLACE_PENDING) {
+            replace(cause, true);
+        }
+    }
+
+    /** The restore is done: a replacement that waited for it goes ahead; blocks held for it go out. */
+    void restoreDone() {
+        if (state == WriterState.REPLACE_PENDING && replaceAfterRestore) {
+            replace(new IllegalStateException("writer lost while restoring"), false);
+            return;
+        }
+        requestFlush();
+    }
+
+    private void replace(Throwable cause, boolean unread) {
+        become(WriterState.REPLACING);
+        replaceAfterRestore = false;
+        long mine = ++attempt;
+        stats.writerReplacements.increment();
+        replacements.occurred(1, count -> log.warn("Coordinator {}: replacing the writer of state topic {}"
+                + " ({} time(s) in the last {} s; last cause: {})", coordinatorId, stateTopic, count,
+                REPORT_INTERVAL_SECONDS, FutureUtil.unwrapCompletionException(cause).toString()));
+        CompletableFuture<Boolean> reopened;
+        try {
+            reopened = stateTopic.reopen(unread);
+        } catch (RuntimeException e) {
+            reopened = CompletableFuture.failedFuture(e);
+        }
+        reopened.whenComplete((recreated, error) -> scheduler.execute(() -> replaced(mine, recreated, error)));
+    }
+
+    private void replaced(long which, Boolean recreated, Throwable error) {
+        if (state != WriterState.REPLACING || which != attempt) {
+            return;
+        }
+        if (error == null) {
+            become(WriterState.WRITING);
+            replaceRetryDelay = FIRST_RETRY_DELAY;
+            queue.retryNow();
+            if (recreated) {
+                rewriteEveryBlock();
+            }
+            requestFlush();
+            return;
+        }
+        Throwable cause = FutureUtil.unwrapCompletionException(error);
+        if (cause instanceof CoordinatorMovedException || cause instanceof WriterFencedException) {
+            release(cause);
+            return;
+        }
+        become(WriterState.REPLACE_PENDING);
+        log.warn("Coordinator {}: could not replace the writer of state topic {} ({}); trying again in {} ms",
+                coordinatorId, stateTopic, cause.toString(), replaceRetryDelay.toMillis());
+        long pending = attempt;
+        scheduler.schedule(() -> {
+            if (state != WriterState.REPLACE_PENDING || pending != attempt) {
+                return;
+            }
+            if (restoring.getAsBoolean()) {
+                // The restore's own failed read asks for the replacement it needs.
+                replaceAfterRestore = true;
+                return;
+            }
+            replace(cause, false);
+        }, replaceRetryDelay);
+        replaceRetryDelay = replaceRetryDelay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY
+                : replaceRetryDelay.multipliedBy(2);
+    }
+
+    /**
+     * Another writer took the state topic over, or this broker no longer owns the coordinator:
+     * the coordinator closes here, as the broker closes it when a new owner fences its log.
+     * Its clients look it up again: on the new owner, or here, where the broker opens it
+     * again (fencing back from here could fence a new owner this broker does not know of yet).
+     */
+    void release(Throwable cause) {
+        if (state == WriterState.RELEASING || state == WriterState.CLOSED) {
+            return;
+        }
+        become(WriterState.RELEASING);
+        stats.writerReplacements.increment();
+        log.warn("Coordinator {}: the writer of state topic {} can write no more ({}); closing the coordinator"
+                + " here, to be opened again where it is owned", coordinatorId, stateTopic,
+                FutureUtil.unwrapCompletionException(cause).toString());
+        askToRelease();
+    }
+
+    private void askToRelease() {
+        if (state != WriterState.RELEASING) {
+            return;
+        }
+        CompletableFuture<Void> released;
+        try {
+            released = releaseCoordinator.get();
+        } catch (RuntimeException e) {
+            released = CompletableFuture.failedFuture(e);
+        }
+        released.whenComplete((ignored, error) -> {
+            if (error != null) {
+                // The broker was busy with the coordinator (loading it): asked again shortly.
+                scheduler.schedule(this::askToRelease, RELEASE_RETRY_DELAY);
+            }
+        });
+    }
+
+    /**
+     * A state topic deleted under its writer comes back empty when the producer reconnects,
+     * with no failed write to tell: asked periodically, and every kept block is written again.
+     */
+    void checkTopicCreatedAgain() {
+        if (state != WriterState.WRITING || restoring.getAsBoolean()) {
+            return;
+        }
+        CompletableFuture<Boolean> asked;
+        try {
+            asked = stateTopic.checkCreatedAgain();
+        } catch (RuntimeException e) {
+            asked = CompletableFuture.failedFuture(e);
+        }
+        asked.whenComplete((again, error) -> scheduler.execute(() -> {
+            if (error != null) {
+                log.debug("Coordinator {}: could not check state topic {}: {}", coordinatorId, stateTopic,
+                        error.toString());
+            } else if (again && state == WriterState.WRITING) {
+                rewriteEveryBlock();
+                requestFlush();
+            }
+        }));
+    }
+
+    /** The topic was created again and has lost its records: every kept block is written into it. */
+    private void rewriteEveryBlock() {
+        pacing.reset();
+        var blocks = index.blocksWithRecords();
+        queue.rewrite(blocks);
+        log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
+                coordinatorId, stateTopic, blocks.size());
+    }
+
+    void close() {
+        if (state != WriterState.CLOSED) {
+            become(WriterState.CLOSED);
+        }
+    }
+}

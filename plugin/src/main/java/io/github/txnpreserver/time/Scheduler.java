@@ -1,0 +1,37 @@
+package io.github.txnpreserver.time;
+
+import java.time.Duration;
+
+/**
+ * The one thread that owns a coordinator's preserver, and its time.
+ *
+ * <p>Every change to a coordinator's kept outcomes, its writer and its restore runs as a task
+ * of its scheduler, one at a time, so none of that state needs a lock (Kafka's coordinators
+ * run on the same idea). Time is read here too, never from {@code System}: tests replace the
+ * whole with a manual scheduler that steps time and runs what is due, so that every
+ * interleaving a test needs is one it spells out (Caffeine's {@code Ticker} and
+ * {@code Scheduler}, Kafka's {@code MockTime}).
+ */
+public interface Scheduler {
+
+    /** Wall-clock time, for end times that outlive the process. */
+    long millis();
+
+    /** Monotonic time, for delays and durations. */
+    long nanoTime();
+
+    /** Runs {@code task} on the owning thread, after the tasks queued before it. Dropped once shut down. */
+    void execute(Runnable task);
+
+    /** Runs {@code task} on the owning thread once {@code delay} has passed. Dropped once shut down. */
+    Cancellable schedule(Runnable task, Duration delay);
+
+    /** Runs queued tasks no more; tasks handed over later are dropped. */
+    void shutdown();
+
+    /** A scheduled task that has not run yet. */
+    @FunctionalInterface
+    interface Cancellable {
+        void cancel();
+    }
+}

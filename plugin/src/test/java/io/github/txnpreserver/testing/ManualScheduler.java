@@ -1,0 +1,135 @@
+package io.github.txnpreserver.testing;
+
+import io.github.txnpreserver.time.Scheduler;
+import java.time.Duration;
+import java.util.PriorityQueue;
+
+/**
+ * A {@link Scheduler} whose time moves only when a test says so. Tasks handed over from any
+ * thread wait until the test runs them ({@link #runReady}, {@link #advance}), on the test's
+ * thread, in due order: the interleaving of a test is the order of its lines.
+ */
+public final class ManualScheduler implements Scheduler {
+
+    private final PriorityQueue<Task> queue = new PriorityQueue<>();
+    private long nanos;
+    private long millis;
+    private long sequence;
+    private boolean shutDown;
+
+    public ManualScheduler(long startMillis) {
+        this.millis = startMillis;
+    }
+
+    private final class Task implements Comparable<Task>, Cancellable {
+        final long due;
+        final long order = sequence++;
+        final Runnable body;
+        boolean cancelled;
+
+        Task(long due, Runnable body) {
+            this.due = due;
+            this.body = body;
+        }
+
+        @Override
+        public int compareTo(Task other) {
+            int byDue = Long.compare(due, other.due);
+            return byDue != 0 ? byDue : Long.compare(order, other.order);
+        }
+
+        @Override
+        public void cancel() {
+            synchronized (ManualScheduler.this) {
+                cancelled = true;
+            }
+        }
+    }
+
+    @Override
+    public synchronized long millis() {
+        return millis;
+    }
+
+    @Override
+    public synchronized long nanoTime() {
+        return nanos;
+    }
+
+    @Override
+    public synchronized void execute(Runnable task) {
+        if (!shutDown) {
+            queue.add(new Task(nanos, task));
+        }
+    }
+
+    @Override
+    public synchronized Cancellable schedule(Runnable task, Duration delay) {
+        Task scheduled = new Task(nanos + Math.max(0, delay.toNanos()), task);
+        if (!shutDown) {
+            queue.add(scheduled);
+        }
+        return scheduled;
+    }
+
+    @Override
+    public synchronized void shutdown() {
+        shutDown = true;
+        queue.clear();
+    }
+
+    /** Runs every task due now, including those the tasks queue for now; returns how many ran. */
+    public int runReady() {
+        int ran = 0;
+        while (true) {
+            Task next;
+            synchronized (this) {
+                next = queue.peek();
+                if (next == null || next.due > nanos) {
+                    return ran;
+                }
+                queue.poll();
+                if (next.cancelled) {
+                    continue;
+                }
+            }
+            next.body.run();
+            ran++;
+        }
+    }
+
+    /** Moves time forward by {@code step}, running each task when its time comes, in order. */
+    public void advance(Duration step) {
+        long target;
+        synchronized (this) {
+            target = nanos + step.toNanos();
+        }
+        runReady();
+        while (true) {
+            synchronized (this) {
+                Task next = queue.peek();
+                if (next == null || next.due > target) {
+                    long moved = target - nanos;
+                    nanos = target;
+                    millis += moved / 1_000_000;
+                    break;
+                }
+                long moved = next.due - nanos;
+                nanos = next.due;
+                millis += moved / 1_000_000;
+            }
+            runReady();
+        }
+        runReady();
+    }
+
+    /** Moves the wall clock only (an end time far from the others), not the monotonic time. */
+    public synchronized void setMillis(long wallClockMillis) {
+        millis = wallClockMillis;
+    }
+
+    /** Tasks waiting, due or not. */
+    public synchronized int pending() {
+        return (int) queue.stream().filter(task -> !task.cancelled).count();
+    }
+}
