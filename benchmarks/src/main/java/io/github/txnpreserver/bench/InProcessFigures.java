@@ -1,27 +1,37 @@
 package io.github.txnpreserver.bench;
 
 import io.github.txnpreserver.config.PreserverConfig;
-import io.github.txnpreserver.preserver.KeptOutcomes;
 import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
-import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateTopic;
-import java.nio.charset.StandardCharsets;
-import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntFunction;
+import java.util.function.IntToLongFunction;
 import org.apache.pulsar.client.api.transaction.TxnID;
 
-/** Figures of the plugin's own code, measured in this JVM without a broker. */
+/**
+ * Figures of the plugin's own code, measured in this JVM without a broker.
+ *
+ * <p>Since the preserver was rebuilt around one owner thread per coordinator, its kept
+ * outcomes ({@code OutcomeIndex}, formerly the public {@code KeptOutcomes}) are reached only
+ * through {@link TransactionMetadataPreserver}: every figure drives a preserver on a
+ * {@link DirectScheduler}, which runs its tasks on the calling thread, so that
+ * {@code decide} and {@code ended} have done their work when they return. The heap figures
+ * are therefore the whole preserver's (its outcome index, durability queue and writer: the
+ * structures {@code KeptOutcomes} held, after its dirty blocks were drained), and the
+ * restore reads records a preserver wrote into a topic in memory.
+ */
 final class InProcessFigures {
 
     private static final long TC = 0;
+    /** No memory bound: every outcome of a figure stays kept. */
+    private static final long UNBOUNDED = 1L << 40;
 
     private InProcessFigures() {
     }
@@ -30,118 +40,150 @@ final class InProcessFigures {
      * Heap retained per kept outcome: {@code outcomes} consecutive transactions ended in
      * order, their owners round-robin over {@code owners} roles (0: no owner, as with
      * authentication off), measured as the used heap after full collections, before and
-     * after, divided by the count. The floor (100 per client) is included.
+     * after, divided by the count. The floor (100 per client) and the preserver's own
+     * bookkeeping are included; every block was written to a topic that only counts.
      */
     static double heapBytesPerOutcome(int outcomes, int owners) {
         String[] names = new String[Math.max(owners, 1)];
         for (int i = 0; i < names.length; i++) {
             names[i] = owners == 0 ? null : "role-" + i;
         }
+        // A small fill first: what its first use loads (classes, logging, a restore thread's
+        // leftovers) is not retained per outcome.
+        fill(10_000, i -> Outcome.COMMITTED, i -> names[i % names.length], i -> 0, new CountingTopic())
+                .preserver.closeAsync().join();
         long before = usedHeapAfterGc();
-        KeptOutcomes kept = new KeptOutcomes(TC, 100, 100_000, Duration.ofHours(72).toMillis());
-        long now = System.currentTimeMillis();
-        for (int i = 0; i < outcomes; i++) {
-            TxnID txnId = new TxnID(TC, i);
-            kept.decide(txnId, i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED, names[i % names.length],
-                    now + i / 3);
-            kept.ended(txnId);
-            if ((i & 255) == 255) {
-                kept.drainDirty();
-            }
-        }
-        kept.drainDirty();
+        Filled filled = fill(outcomes, i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
+                i -> names[i % names.length], i -> i / 3, new CountingTopic());
         long after = usedHeapAfterGc();
-        if (kept.size() != outcomes) {
-            throw new IllegalStateException("kept " + kept.size());
-        }
-        return (after - before) / (double) outcomes;
+        requireKept(filled, outcomes);
+        double perOutcome = (after - before) / (double) outcomes;
+        filled.preserver.closeAsync().join();
+        return perOutcome;
     }
 
     /** The plugin's own estimate of the same heap, as the memory bound counts it. */
     static double accountedBytesPerOutcome(int outcomes, int owners) {
-        KeptOutcomes kept = new KeptOutcomes(TC, 100, 100_000, Duration.ofHours(72).toMillis());
-        long now = System.currentTimeMillis();
-        for (int i = 0; i < outcomes; i++) {
-            TxnID txnId = new TxnID(TC, i);
-            kept.decide(txnId, Outcome.COMMITTED, owners == 0 ? null : "role-" + (i % owners), now + i / 3);
-            kept.ended(txnId);
-            if ((i & 255) == 255) {
-                kept.drainDirty();
-            }
-        }
-        kept.drainDirty();
-        return kept.bytes() / (double) outcomes;
+        Filled filled = fill(outcomes, i -> Outcome.COMMITTED, i -> owners == 0 ? null : "role-" + (i % owners),
+                i -> i / 3, new CountingTopic());
+        requireKept(filled, outcomes);
+        double perOutcome = filled.preserver.keptBytes() / (double) outcomes;
+        filled.preserver.closeAsync().join();
+        return perOutcome;
     }
 
-    /** Seconds to restore {@code outcomes} kept outcomes (256 per block record) from a state topic in memory. */
+    /**
+     * Seconds to restore {@code outcomes} kept outcomes (256 per block record) from a state
+     * topic in memory: the records a preserver wrote for them, read on the restore's own
+     * thread and merged in one task of the preserver's (which the {@link DirectScheduler}
+     * runs on the thread that hands it over: the restore's, here).
+     */
     static double restoreSeconds(int outcomes, int owners) {
-        List<byte[]> keys = new ArrayList<>();
-        List<byte[]> values = new ArrayList<>();
-        long now = System.currentTimeMillis();
-        KeptOutcomes source = new KeptOutcomes(TC, 100, 100_000, Duration.ofHours(72).toMillis());
-        for (int i = 0; i < outcomes; i++) {
-            TxnID txnId = new TxnID(TC, i);
-            source.decide(txnId, i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
-                    owners == 0 ? null : "role-" + (i % owners), now);
-            source.ended(txnId);
-            if ((i & 255) == 255 || i == outcomes - 1) {
-                for (KeptOutcomes.BlockWrite block : source.drainDirty()) {
-                    keys.add(StateRecordCodec.blockKey(block.blockIndex()).getBytes(StandardCharsets.UTF_8));
-                    values.add(StateRecordCodec.encodeBlock(block.recordOrNull()));
-                }
-                source.clear();
-            }
+        RecordingTopic topic = new RecordingTopic();
+        Filled source = fill(outcomes, i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
+                i -> owners == 0 ? null : "role-" + (i % owners), i -> 0, topic);
+        requireKept(source, outcomes);
+        source.preserver.closeAsync().join();
+        // One warm-up pass so that the figure is not the JIT's.
+        TransactionMetadataPreserver warmUp = newPreserver(unboundedConfig(), topic);
+        warmUp.restore().join();
+        warmUp.closeAsync().join();
+        TransactionMetadataPreserver preserver = newPreserver(unboundedConfig(), topic);
+        long start = System.nanoTime();
+        preserver.restore().join();
+        double seconds = (System.nanoTime() - start) / 1e9;
+        // Published by the preserver at the restore's end.
+        if (preserver.figures().kept() != outcomes) {
+            throw new IllegalStateException("restored " + preserver.figures().kept() + " of " + outcomes);
         }
-        StateTopic topic = new ReplayOnlyTopic(keys, values);
-        PreserverConfig config = new PreserverConfig(100, 100_000, Duration.ofHours(72), Duration.ofMinutes(5),
-                Duration.ofMinutes(1), 1L << 40);
-        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
-        try {
-            // One warm-up pass so that the figure is not the JIT's.
-            TransactionMetadataPreserver warmUp = new TransactionMetadataPreserver(TC, config, topic,
-                    Clock.systemUTC(), executor);
-            warmUp.restore().join();
-            warmUp.keptOutcomes().clear();
-            TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic,
-                    Clock.systemUTC(), executor);
-            long start = System.nanoTime();
-            preserver.restore().join();
-            double seconds = (System.nanoTime() - start) / 1e9;
-            if (preserver.keptCount() != outcomes) {
-                throw new IllegalStateException("restored " + preserver.keptCount() + " of " + outcomes);
-            }
-            return seconds;
-        } finally {
-            executor.shutdownNow();
-        }
+        preserver.closeAsync().join();
+        return seconds;
     }
 
     /**
      * State-topic cost per ended transaction when one client ends its transactions one after
-     * another (no two in one flush, the worst case for grouping): {bytes, messages}.
+     * another (no two in one flush, the worst case for grouping): {bytes, messages}. Each
+     * outcome is made durable (its block written) before the next transaction ends.
      */
     static double[] stateTopicCostPerTransaction(int persistCount, int measured) {
         CountingTopic topic = new CountingTopic();
         PreserverConfig config = new PreserverConfig(persistCount, Math.max(persistCount, 1), Duration.ofHours(72),
                 Duration.ofMinutes(5), Duration.ofMinutes(1));
-        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
-        try {
-            TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic,
-                    Clock.systemUTC(), executor);
-            preserver.restore().join();
-            long sequence = 0;
-            for (int i = 0; i < 1000; i++) {
-                preserver.preserve(new TxnID(TC, sequence++), Outcome.COMMITTED, "flink-job-7").join();
+        DirectScheduler scheduler = new DirectScheduler();
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic, scheduler,
+                new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
+        preserver.restore().join();
+        long sequence = 0;
+        for (int i = 0; i < 1000; i++) {
+            preserveOne(preserver, scheduler, sequence++);
+        }
+        long bytesBefore = topic.bytes.get();
+        long messagesBefore = topic.messages.get();
+        for (int i = 0; i < measured; i++) {
+            preserveOne(preserver, scheduler, sequence++);
+        }
+        double[] cost = {(topic.bytes.get() - bytesBefore) / (double) measured,
+                (topic.messages.get() - messagesBefore) / (double) measured};
+        preserver.closeAsync().join();
+        return cost;
+    }
+
+    /** Ends one transaction and writes its block at once (the group interval is zero). */
+    private static void preserveOne(TransactionMetadataPreserver preserver, DirectScheduler scheduler,
+                                    long sequence) {
+        CompletableFuture<Void> durable = preserver.preserve(new TxnID(TC, sequence), Outcome.COMMITTED,
+                "flink-job-7");
+        scheduler.runDue();
+        if (!durable.isDone()) {
+            throw new IllegalStateException("transaction " + sequence + " not durable after its flush");
+        }
+        durable.join();
+    }
+
+    private static PreserverConfig unboundedConfig() {
+        return new PreserverConfig(100, 100_000, Duration.ofHours(72), Duration.ofMinutes(5), Duration.ofMinutes(1),
+                UNBOUNDED);
+    }
+
+    private static TransactionMetadataPreserver newPreserver(PreserverConfig config, StateTopic topic) {
+        return new TransactionMetadataPreserver(TC, config, topic, new DirectScheduler(),
+                new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
+    }
+
+    private record Filled(TransactionMetadataPreserver preserver, DirectScheduler scheduler) {
+    }
+
+    /**
+     * A preserver (after a restore of an empty topic) in which {@code outcomes} consecutive
+     * transactions were decided and ended, the i-th at the start time plus
+     * {@code endOffsetMillis(i)}, their blocks written to {@code topic} as they filled.
+     */
+    private static Filled fill(int outcomes, IntFunction<Outcome> outcome, IntFunction<String> owner,
+                               IntToLongFunction endOffsetMillis,
+                               StateTopic topic) {
+        DirectScheduler scheduler = new DirectScheduler();
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, unboundedConfig(), topic,
+                scheduler, new OutcomeMemoryBudget(UNBOUNDED), Duration.ZERO);
+        preserver.restore().join();
+        long now = scheduler.millis();
+        for (int i = 0; i < outcomes; i++) {
+            TxnID txnId = new TxnID(TC, i);
+            // keepFromLog is decide and ended at a given end time, as a replayed terminal entry.
+            preserver.keepFromLog(txnId, outcome.apply(i), owner.apply(i), now + endOffsetMillis.applyAsLong(i));
+            if ((i & 255) == 255) {
+                scheduler.runDue();
             }
-            long bytesBefore = topic.bytes.get();
-            long messagesBefore = topic.messages.get();
-            for (int i = 0; i < measured; i++) {
-                preserver.preserve(new TxnID(TC, sequence++), Outcome.COMMITTED, "flink-job-7").join();
-            }
-            return new double[] {(topic.bytes.get() - bytesBefore) / (double) measured,
-                    (topic.messages.get() - messagesBefore) / (double) measured};
-        } finally {
-            executor.shutdownNow();
+        }
+        scheduler.runDue();
+        // The preserver publishes its figures every second: one second on.
+        preserver.start();
+        scheduler.advance(Duration.ofSeconds(1));
+        return new Filled(preserver, scheduler);
+    }
+
+    private static void requireKept(Filled filled, int outcomes) {
+        if (filled.preserver.figures().kept() != outcomes) {
+            throw new IllegalStateException("kept " + filled.preserver.figures().kept() + " of " + outcomes);
         }
     }
 
@@ -158,32 +200,33 @@ final class InProcessFigures {
         return runtime.totalMemory() - runtime.freeMemory();
     }
 
-    /** A state topic that only replays what it was given. */
-    private static final class ReplayOnlyTopic implements StateTopic {
-        private final List<byte[]> keys;
-        private final List<byte[]> values;
-
-        ReplayOnlyTopic(List<byte[]> keys, List<byte[]> values) {
-            this.keys = keys;
-            this.values = values;
-        }
+    /**
+     * A state topic in memory that keeps its compacted view (the newest value of each key, in
+     * the order keys were first written) and replays it.
+     */
+    private static final class RecordingTopic implements StateTopic {
+        private final Map<String, byte[]> view = new LinkedHashMap<>();
 
         @Override
-        public CompletableFuture<Void> write(String key, byte[] value) {
+        public synchronized CompletableFuture<Void> write(String key, byte[] value) {
+            view.put(key, value);
             return CompletableFuture.completedFuture(null);
         }
 
         @Override
-        public CompletableFuture<Void> delete(String key) {
+        public synchronized CompletableFuture<Void> delete(String key) {
+            view.remove(key);
             return CompletableFuture.completedFuture(null);
         }
 
         @Override
         public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
             return CompletableFuture.runAsync(() -> {
-                for (int i = 0; i < keys.size(); i++) {
-                    visitor.accept(new String(keys.get(i), StandardCharsets.UTF_8), values.get(i));
+                Map<String, byte[]> snapshot;
+                synchronized (this) {
+                    snapshot = new LinkedHashMap<>(view);
                 }
+                snapshot.forEach(visitor::accept);
             }, reader);
         }
 

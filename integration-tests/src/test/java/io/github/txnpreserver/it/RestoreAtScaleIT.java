@@ -2,11 +2,10 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.github.txnpreserver.statetopic.ChunkRecord;
-import io.github.txnpreserver.statetopic.StateRecordCodec;
+import io.github.txnpreserver.preserver.BlockRecordCodec;
+import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -29,6 +28,10 @@ import org.junit.jupiter.api.Test;
  * serves new transactions right after a restart, and retries of restored transactions wait
  * for the restore and get their outcome. Times are printed, not asserted: the benchmark
  * ({@code benchmarks/run.sh}) is where they are measured.
+ *
+ * <p>A restore keeps no block past the highest sequence the coordinator's log has allocated,
+ * so the broker runs with the test hooks' sequence floor: its log starts as if
+ * {@code FIRST_SEQUENCE + OUTCOMES} transactions had been opened.
  */
 @DisplayName("Restore of ten million kept outcomes")
 class RestoreAtScaleIT {
@@ -36,9 +39,9 @@ class RestoreAtScaleIT {
     private static final String STATE_TOPIC = "persistent://pulsar/system/__terminated_txn_state_0";
     private static final int OUTCOMES = 10_000_000;
     private static final int BLOCK = 256;
-    /** Far above any sequence the coordinator hands out in this test; the first of its block. */
+    /** The first of its block; the log's sequence floor is set past the seeded ones. */
     private static final long FIRST_SEQUENCE = 1_000_000_000L;
-    /** Block end times count seconds from 2020-01-01 UTC (KeptOutcomes.TIME_EPOCH_MILLIS). */
+    /** Block end times count seconds from 2020-01-01 UTC (OutcomeIndex.TIME_EPOCH_MILLIS). */
     private static final long TIME_EPOCH_MILLIS = 1_577_836_800_000L;
     private static final Pattern RESTORED = Pattern.compile(
             "restored (\\d+) kept transaction outcomes from (\\d+) state-topic records in (\\d+) ms");
@@ -46,7 +49,8 @@ class RestoreAtScaleIT {
     @Test
     void tenMillionOutcomesAreRestoredInTheBackgroundAndAnswerRetries() throws Exception {
         // 10 M outcomes take about 30 MB in the plugin, within the default memory bound (64 MB).
-        try (LocalPulsar pulsar = LocalPulsar.start("restore-10m", Map.of(), "-Xms1g -Xmx1g")) {
+        try (LocalPulsar pulsar = LocalPulsar.startWithTestHooks("restore-10m", Map.of(),
+                "-Xms1g -Xmx1g -Dtxnpreserver.testhooks.sequenceFloor=" + (FIRST_SEQUENCE + OUTCOMES))) {
             long writeStart = System.nanoTime();
             int messages = writeBlocks(pulsar);
             System.out.printf("wrote %d outcomes in %d block records in %.2f s%n", OUTCOMES, messages,
@@ -129,12 +133,19 @@ class RestoreAtScaleIT {
                     for (int offset = 0; offset < size; offset++) {
                         kept[offset >>> 6] |= 1L << (offset & 63);
                     }
-                    int[] seconds = new int[size];
-                    Arrays.fill(seconds, endSecond);
                     long blockIndex = sequence >>> 8;
-                    ChunkRecord block = new ChunkRecord(0, blockIndex, kept, kept.clone(), seconds, List.of(), null, 0);
-                    writer.newMessage().key(StateRecordCodec.blockKey(blockIndex))
-                            .value(StateRecordCodec.encodeBlock(block)).sendAsync();
+                    OutcomeBlockRecord.Builder block = OutcomeBlockRecord.newBuilder()
+                            .setFormatVersion(BlockRecordCodec.FORMAT_VERSION).setCoordinatorId(0)
+                            .setBlockIndex(blockIndex).setUniformOwnerRef(0);
+                    for (int word = 0; word < 4; word++) {
+                        block.addKept(kept[word]).addCommitted(kept[word]);
+                    }
+                    for (int offset = 0; offset < size; offset++) {
+                        // The first end time whole, each next as the difference from the one before.
+                        block.addEndSecondDeltas(offset == 0 ? endSecond : 0);
+                    }
+                    writer.newMessage().key(BlockRecordCodec.key(blockIndex))
+                            .value(block.build().toByteArray()).sendAsync();
                     messages++;
                 }
                 writer.flush();

@@ -31,6 +31,14 @@ class StateTopicFaultsIT {
 
     private static final String STATE_TOPIC = "persistent://pulsar/system/__terminated_txn_state_0";
 
+    /**
+     * Records the plugin cannot read: under block 0's key (the one block a fresh coordinator
+     * has allocated sequences in, so that its values are decoded) bytes that are no record, a
+     * truncated record and a record of a future format version; a key of no block (0.1's
+     * per-transaction key, whose format is gone) and a key without the block prefix. The
+     * state topic is new and not compacted, so the restore reads each of them: each is
+     * skipped, logged and counted, and the coordinator serves.
+     */
     @Test
     void garbageTruncatedAndFutureRecordsAreSkippedAndCountedAndTheCoordinatorServes() throws Exception {
         try (LocalPulsar pulsar = LocalPulsar.start("state-garbage", Map.of("transactionMetaPersistCount", "10"))) {
@@ -39,12 +47,13 @@ class StateTopicFaultsIT {
                 // Before any transactional client connects, the coordinator is not loaded yet.
                 admin.topics().createNonPartitionedTopic(STATE_TOPIC);
                 try (Producer<byte[]> intruder = plain.newProducer(Schema.BYTES).topic(STATE_TOPIC).create()) {
-                    intruder.newMessage().key("0:900").value("not a record".getBytes(StandardCharsets.UTF_8)).send();
-                    intruder.newMessage().key("0:901").value(new byte[] {0x08, 0x01, 0x10}).send();
-                    // format_version = 99 (field 1, varint)
-                    intruder.newMessage().key("0:902").value(new byte[] {0x08, 99, 0x10, 0x00, 0x18, (byte) 0x86,
-                            0x07}).send();
-                    intruder.newMessage().key("no-colon").value(new byte[] {0x08, 0x01}).send();
+                    intruder.newMessage().key("c0").value("not a record".getBytes(StandardCharsets.UTF_8)).send();
+                    // format_version = 2, then field 2 without its value.
+                    intruder.newMessage().key("c0").value(new byte[] {0x08, 0x02, 0x10}).send();
+                    // format_version = 99 (field 1, varint), coordinator 0, block 0.
+                    intruder.newMessage().key("c0").value(new byte[] {0x08, 99, 0x10, 0x00, 0x18, 0x00}).send();
+                    intruder.newMessage().key("0:900").value(new byte[] {0x08, 0x01}).send();
+                    intruder.newMessage().key("no-colon").value(new byte[] {0x08, 0x02}).send();
                 }
             }
             try (PulsarClient client = Txns.client(pulsar);
@@ -54,9 +63,14 @@ class StateTopicFaultsIT {
                 assertThat(retry.commit(txn)).isEqualTo(EndAnswer.SUCCESS);
                 assertThat(retry.commit(new TxnID(0, 900))).isEqualTo(EndAnswer.NOT_FOUND);
             }
-            assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_malformed_records_total")).isEqualTo(4);
+            assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_malformed_records_total"))
+                    .isEqualTo(5);
+            String skipped = "skipping malformed state-topic record: ";
             assertThat(Files.readString(pulsar.logFile()))
-                    .contains("skipping malformed state-topic record: key 'no-colon'");
+                    .contains(skipped + "value under key 'c0' is not an OutcomeBlockRecord")
+                    .contains(skipped + "block under key 'c0' has format version 99; this plugin reads version 2")
+                    .contains(skipped + "key '0:900' is not a block key c<0..36028797018963967>")
+                    .contains(skipped + "key 'no-colon' is not a block key c<0..36028797018963967>");
         }
     }
 

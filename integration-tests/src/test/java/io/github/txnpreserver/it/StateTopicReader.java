@@ -1,8 +1,7 @@
 package io.github.txnpreserver.it;
 
-import io.github.txnpreserver.statetopic.ChunkRecord;
-import io.github.txnpreserver.statetopic.StateRecordCodec;
-import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
+import io.github.txnpreserver.preserver.BlockRecordCodec;
+import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,12 +16,13 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
  * Reads a state topic as a test sees it: its compacted view, or every record in log order.
- * Transactions are named {@code <mostSigBits>:<leastSigBits>}, whichever key holds them.
+ * Transactions are named {@code <mostSigBits>:<leastSigBits>}.
  *
- * <p>Both formats are read: a block record ({@code c<blockIndex>}, an OutcomeBlockRecord)
- * holds every kept outcome of its 256 sequence ids; a record of an earlier format (a slot key
- * {@code s<slot>[:owner]} of 0.2 or a per-transaction key of 0.1, a TerminatedTxnRecord)
- * holds one.
+ * <p>The plugin writes one format: a block record ({@code c<blockIndex>}, an
+ * OutcomeBlockRecord) holding every kept outcome of its 256 sequence ids. Records are decoded
+ * and checked as the plugin's restore does ({@link BlockRecordCodec#decode}, any block index
+ * allowed: this reader does not know what the coordinator allocated); a record the plugin
+ * could not have written (another key, a malformed value) fails the read.
  */
 final class StateTopicReader {
 
@@ -63,7 +63,7 @@ final class StateTopicReader {
         return live;
     }
 
-    /** Every transaction the compacted view holds, whichever key. */
+    /** Every transaction the compacted view holds, in key order. */
     static List<String> liveTransactions(PulsarClient client, String topic) throws Exception {
         return liveRecords(client, topic).values().stream().flatMap(List::stream).toList();
     }
@@ -93,24 +93,20 @@ final class StateTopicReader {
         return records;
     }
 
-    /** "most:least COMMITTED|ABORTED" for each transaction a value record holds. */
+    /** "most:least COMMITTED|ABORTED" for each transaction a block record holds, in sequence order. */
     private static List<String> outcomesOf(Message<byte[]> message, long coordinatorId) throws Exception {
-        String key = message.getKey();
-        if (StateRecordCodec.isBlockKey(key)) {
-            ChunkRecord block = StateRecordCodec.decodeBlock(key, message.getData(), coordinatorId);
-            List<String> outcomes = new ArrayList<>(block.size());
-            for (int offset = 0; offset < 256; offset++) {
-                long bit = 1L << (offset & 63);
-                if ((block.kept()[offset >>> 6] & bit) != 0) {
-                    boolean committed = (block.committed()[offset >>> 6] & bit) != 0;
-                    TxnID txn = new TxnID(coordinatorId, block.blockIndex() * 256 + offset);
-                    outcomes.add(nameOf(txn) + (committed ? " COMMITTED" : " ABORTED"));
-                }
+        OutcomeBlockRecord block = BlockRecordCodec.decode(message.getKey(), message.getData(), coordinatorId,
+                BlockRecordCodec.MAX_BLOCK_INDEX);
+        List<String> outcomes = new ArrayList<>();
+        for (int offset = 0; offset < 256; offset++) {
+            long bit = 1L << (offset & 63);
+            if ((block.getKept(offset >>> 6) & bit) != 0) {
+                boolean committed = (block.getCommitted(offset >>> 6) & bit) != 0;
+                TxnID txn = new TxnID(coordinatorId, block.getBlockIndex() * 256 + offset);
+                outcomes.add(nameOf(txn) + (committed ? " COMMITTED" : " ABORTED"));
             }
-            return outcomes;
         }
-        TerminatedTxnRecord record = TerminatedTxnRecord.parseFrom(message.getData());
-        return List.of(record.getTxnidMostBits() + ":" + record.getTxnidLeastBits() + " " + record.getOutcome());
+        return outcomes;
     }
 
     private static long coordinatorOf(String topic) {

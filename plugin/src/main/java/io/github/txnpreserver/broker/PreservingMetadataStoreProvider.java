@@ -102,16 +102,19 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                 txnLogBufferedWriterConfig, timer, stockBufferedWriterMetrics());
         return txnLog.initialize()
                 .thenCompose(ignored -> {
+                    PreservingTransactionMetadataStore store = newStore(tcId, txnLog, timeoutTracker,
+                            sequenceIdGenerator, maxActiveTransactionsPerCoordinator, preserver, () -> {
+                                context.preservers().remove(tcId.getId(), preserver);
+                                scheduler.shutdown();
+                            });
+                    // Before the replay (init), whose outcomes go into the blocks it holds.
                     preserver.startRestore(() -> highestSequence(sequenceIdGenerator));
-                    return newStore(tcId, txnLog, timeoutTracker, sequenceIdGenerator,
-                            maxActiveTransactionsPerCoordinator, preserver,
-                            () -> context.preservers().remove(tcId.getId(), preserver))
-                            .init(recoverTracker);
+                    return store.init(recoverTracker);
                 })
                 .whenComplete((store, error) -> {
                     if (error != null) {
                         log.error("Coordinator {}: could not open", tcId.getId(), error);
-                        preserver.closeAsync();
+                        preserver.closeAsync().whenComplete((closed, closeError) -> scheduler.shutdown());
                     } else {
                         opened.set(store);
                         preserver.start();
@@ -136,7 +139,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
      * The highest sequence id the opened log has allocated. The generator's getter is
      * package-private; the properties it writes at ledger roll-over are its public view.
      */
-    static long highestSequence(MLTransactionSequenceIdGenerator generator) {
+    public static long highestSequence(MLTransactionSequenceIdGenerator generator) {
         Map<String, String> properties = new HashMap<>();
         generator.onUpdateManagedLedgerInfo(properties);
         return Long.parseLong(properties.get(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID));

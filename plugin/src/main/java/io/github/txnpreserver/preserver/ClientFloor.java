@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongOpenHashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -28,6 +29,8 @@ final class ClientFloor {
     private final Long2LongOpenHashMap entries = new Long2LongOpenHashMap();
     /** Least recently ending client first. */
     private final LinkedHashMap<Integer, Ring> rings = new LinkedHashMap<>(16, 0.75f, true);
+    /** The same rings, looked up without counting as the owner's activity. */
+    private final Int2ObjectOpenHashMap<Ring> ringOf = new Int2ObjectOpenHashMap<>();
     private long capped;
 
     /** Receives an entry that left the floor. */
@@ -73,7 +76,7 @@ final class ClientFloor {
     /**
      * Adds a client's newest decided outcome. A sequence that already has an entry (a
      * restored record of a transaction that was still live, or one naming another owner)
-     * takes the new outcome and owner, in the new owner's ring. Sequences it pushes out (the
+     * takes the new outcome and owner, and moves to the new owner's ring. Sequences it pushes out (the
      * client's oldest past {@code perClient}, and what the cap takes) go to {@code removed}.
      *
      * @return {@link #ADDED}, or the owner id of the entry it replaced (the caller holds one
@@ -87,13 +90,21 @@ final class ClientFloor {
                 entries.put(sequence, pack(time, owner, committed));
                 return replacedOwner;
             }
-            // Its slot in the other owner's ring goes stale: rings check ownership when they pop.
             entries.remove(sequence);
+            Ring former = ringOf.get(replacedOwner);
+            if (former != null) {
+                former.remove(sequence);
+                if (former.isEmpty()) {
+                    rings.remove(replacedOwner);
+                    ringOf.remove(replacedOwner);
+                }
+            }
         }
         Ring ring = rings.get(owner);
         if (ring == null) {
             ring = new Ring();
             rings.put(owner, ring);
+            ringOf.put(owner, ring);
         }
         entries.put(sequence, pack(time, owner, committed));
         if (ring.size == perClient) {
@@ -112,6 +123,7 @@ final class ClientFloor {
             long oldest = client.getValue().popOldest();
             if (client.getValue().isEmpty()) {
                 leastRecent.remove();
+                ringOf.remove((int) client.getKey());
             }
             if (ownedBy(oldest, client.getKey())) {
                 removed.removed(oldest, entries.remove(oldest));
@@ -144,6 +156,7 @@ final class ClientFloor {
             }
             if (ring.isEmpty()) {
                 clients.remove();
+                ringOf.remove((int) client.getKey());
             }
         }
     }
@@ -173,6 +186,7 @@ final class ClientFloor {
     void clear() {
         entries.clear();
         rings.clear();
+        ringOf.clear();
     }
 
     /** One client's newest sequences, oldest first; grown with use up to the per-client count. */
@@ -197,6 +211,19 @@ final class ClientFloor {
 
         long peekOldest() {
             return sequences[head];
+        }
+
+        /** Removes a sequence wherever it is (another owner took it over: rare, so linear). */
+        void remove(long sequence) {
+            int kept = 0;
+            for (int i = 0; i < size; i++) {
+                long at = sequences[(head + i) % sequences.length];
+                if (at != sequence) {
+                    sequences[(head + kept) % sequences.length] = at;
+                    kept++;
+                }
+            }
+            size = kept;
         }
 
         /** The oldest sequence, removed; the ring is not empty. */

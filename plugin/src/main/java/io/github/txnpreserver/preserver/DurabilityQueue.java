@@ -3,6 +3,8 @@ package io.github.txnpreserver.preserver;
 import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.longs.LongCollection;
+import it.unimi.dsi.fastutil.longs.LongLinkedOpenHashSet;
 import it.unimi.dsi.fastutil.longs.LongPredicate;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -49,6 +51,8 @@ final class DurabilityQueue {
     /** Writes that took an offset below this landed in a topic that is gone. */
     private long countsFrom;
     private int waiting;
+    /** Of {@link #waiting}, those registered on held blocks: none of them can be released while the hold lasts. */
+    private int waitingForHeld;
 
     /** A block's record must be written again. */
     void changed(long blockIndex) {
@@ -61,7 +65,7 @@ final class DurabilityQueue {
      *
      * @return whether it ran at once
      */
-    boolean afterDurable(long blockIndex, Runnable action) {
+    boolean afterDurable(long blockIndex, boolean held, Runnable action) {
         long offset = dirty.containsKey(blockIndex) ? dirty.get(blockIndex)
                 : inFlight.containsKey(blockIndex) ? inFlight.get(blockIndex) : -1;
         if (offset < 0) {
@@ -70,6 +74,9 @@ final class DurabilityQueue {
         }
         waiters.computeIfAbsent(blockIndex, ignored -> new ArrayDeque<>()).add(new Waiter(offset, action));
         waiting++;
+        if (held) {
+            waitingForHeld++;
+        }
         return false;
     }
 
@@ -78,15 +85,17 @@ final class DurabilityQueue {
         return waiting;
     }
 
-    /** Ended transactions waiting for blocks that {@code held} excludes from writing. */
-    int waitingFor(LongPredicate held) {
-        int count = 0;
-        for (Long2ObjectOpenHashMap.Entry<ArrayDeque<Waiter>> entry : waiters.long2ObjectEntrySet()) {
-            if (held.test(entry.getLongKey())) {
-                count += entry.getValue().size();
-            }
-        }
-        return count;
+    /**
+     * Ended transactions waiting for a held block (the restore's replay queues one per
+     * transaction the log still holds: they must not refuse new ends while the restore reads).
+     */
+    int waitingForHeld() {
+        return waitingForHeld;
+    }
+
+    /** The held blocks are written from now on: what waits for them waits like the rest. */
+    void holdReleased() {
+        waitingForHeld = 0;
     }
 
     /** Whether a block may be written now (not held, not backing off). */
@@ -169,10 +178,19 @@ final class DurabilityQueue {
         retryDelay.clear();
     }
 
-    /** The topic was created again: only writes from now on count, and every given block is written. */
-    void rewrite(Iterable<Long> blocks) {
+    /**
+     * The topic was created again: only writes from now on count. Every given block (those
+     * with a record) is written, and so is every block something waits for or was about to
+     * be written (a tombstone among them), so that no waiter waits for a write that counts
+     * for nothing.
+     */
+    void rewrite(LongCollection blocks) {
         countsFrom = lastOffset + 1;
-        for (long index : blocks) {
+        LongLinkedOpenHashSet all = new LongLinkedOpenHashSet(blocks);
+        all.addAll(dirty.keySet());
+        all.addAll(inFlight.keySet());
+        all.addAll(waiters.keySet());
+        for (long index : all) {
             changed(index);
         }
         retryNow();
@@ -191,6 +209,7 @@ final class DurabilityQueue {
         dirty.clear();
         inFlight.clear();
         waiters.clear();
+        waitingForHeld = 0;
         retryAt.clear();
         retryDelay.clear();
         waiting = 0;

@@ -173,7 +173,8 @@ final class OutcomeIndex {
         for (OutcomeBlock block = oldest; block != null; block = block.newer) {
             if (droppable(block)) {
                 droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
-                int dropped = block.count() - drop(block);
+                int dropped = outcomesOutsideTheFloor(block);
+                drop(block);
                 memoryEvictions += dropped;
                 return dropped;
             }
@@ -251,18 +252,15 @@ final class OutcomeIndex {
                 }
                 continue;
             }
-            for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
-                int local = staged.owner(offset);
-                if (remap[local] < 0) {
-                    remap[local] = owners.idOf(restored.owners().nameOf(local));
-                }
-            }
             OutcomeBlock live = blocks.get(staged.index);
             if (live == null) {
+                for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
+                    remap(remap, staged.owner(offset), restored.owners());
+                }
                 staged.remapOwners(remap);
                 adoptAsOldest(staged);
             } else {
-                mergeInto(live, staged, remap);
+                mergeInto(live, staged, remap, restored.owners());
             }
         }
         rebuildFloor();
@@ -452,6 +450,18 @@ final class OutcomeIndex {
         }
     }
 
+    /** The block's outcomes that no floor entry keeps: what dropping it loses. */
+    private int outcomesOutsideTheFloor(OutcomeBlock block) {
+        int outside = 0;
+        long first = block.firstSequence();
+        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            if (!floor.contains(first + offset)) {
+                outside++;
+            }
+        }
+        return outside;
+    }
+
     /** Floor entries among a block's 256 sequences, whether or not the block still has them. */
     private int floorEntriesOf(long index) {
         int entries = 0;
@@ -464,11 +474,19 @@ final class OutcomeIndex {
         return entries;
     }
 
-    private void mergeInto(OutcomeBlock live, OutcomeBlock staged, int[] remap) {
+    /** The live id of a restored owner id, created on first use (only for outcomes that are adopted). */
+    private int remap(int[] remap, int restoredId, OwnerIds restoredOwners) {
+        if (remap[restoredId] < 0) {
+            remap[restoredId] = owners.idOf(restoredOwners.nameOf(restoredId));
+        }
+        return remap[restoredId];
+    }
+
+    private void mergeInto(OutcomeBlock live, OutcomeBlock staged, int[] remap, OwnerIds restoredOwners) {
         long before = live.bytes();
         for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
             if (!live.has(offset)) {
-                int owner = remap[staged.owner(offset)];
+                int owner = remap(remap, staged.owner(offset), restoredOwners);
                 owners.retain(owner);
                 live.set(offset, staged.committed(offset), staged.time(offset), owner);
                 blockOutcomes++;

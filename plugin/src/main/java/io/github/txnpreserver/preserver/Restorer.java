@@ -5,8 +5,6 @@ import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.function.LongSupplier;
 import org.apache.pulsar.common.util.FutureUtil;
 import org.slf4j.Logger;
@@ -81,21 +79,14 @@ final class Restorer {
         // Read at each attempt: this coordinator may have allocated more since the last one.
         long maxBlock = BlockRecordCodec.blockOf(Math.max(0, highestSequence.getAsLong()));
         Collector collector = new Collector(maxBlock);
-        ExecutorService reader = Executors.newSingleThreadExecutor(runnable -> {
-            Thread thread = new Thread(runnable, "txn-preserver-restore-" + coordinatorId);
-            thread.setDaemon(true);
-            return thread;
-        });
         CompletableFuture<Void> read;
         try {
-            read = stateTopic.readToEnd(collector::accept, reader);
+            read = stateTopic.readToEnd(collector::accept,
+                    scheduler.blockingExecutor("txn-preserver-restore-" + coordinatorId));
         } catch (RuntimeException e) {
             read = CompletableFuture.failedFuture(e);
         }
-        read.whenComplete((ignored, error) -> {
-            reader.shutdown();
-            scheduler.execute(() -> readDone(collector, error, startNanos));
-        });
+        read.whenComplete((ignored, error) -> scheduler.execute(() -> readDone(collector, error, startNanos)));
     }
 
     void close() {
@@ -108,6 +99,8 @@ final class Restorer {
         }
         if (error == null) {
             phase = Phase.DONE;
+            // Counted once, for the read that is kept (a failed read is read again whole).
+            stats.malformedRecords.add(collector.malformed);
             outcomes.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
                     startNanos);
             return;
@@ -136,6 +129,7 @@ final class Restorer {
         long records;
         long blockRecords;
         long blockBytes;
+        long malformed;
 
         Collector(long maxBlock) {
             this.maxBlock = maxBlock;
@@ -162,7 +156,7 @@ final class Restorer {
         }
 
         private void skipped(String why) {
-            stats.malformedRecords.increment();
+            malformed++;
             log.warn("Coordinator {}: skipping malformed state-topic record: {}", coordinatorId, why);
         }
     }

@@ -139,7 +139,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     /** Starts the periodic expiry, the check that the topic was not created again, compaction pacing and figures. */
     public void start() {
-        every(config.expireCheckInterval(), this::expire);
+        every(config.expireCheckInterval(), () -> {
+            index.expire(scheduler.millis());
+            changed();
+        });
         every(TOPIC_CHECK_INTERVAL, writer::checkTopicCreatedAgain);
         every(CompactionPacing.CHECK_INTERVAL, this::paceCompaction);
         every(FIGURES_INTERVAL, this::publishFigures);
@@ -180,8 +183,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             publishedOldestEvictable = null;
             done.complete(null);
         });
-        return done.thenCompose(ignored -> stateTopic.closeAsync()).whenComplete((ignored, error) ->
-                scheduler.shutdown());
+        // The scheduler belongs to whoever made it (the provider shuts it down once closed).
+        return done.thenCompose(ignored -> stateTopic.closeAsync());
     }
 
     // ---- the commit chain
@@ -197,7 +200,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
         CompletableFuture<Void> kept = new CompletableFuture<>();
         onThread(kept, () -> {
-            int waiting = queue.waiting() - queue.waitingFor(index::isHeld);
+            int waiting = queue.waiting() - queue.waitingForHeld();
             if (waiting >= MAX_UNDURABLE_ENDS) {
                 stats.endsRefusedWhileWaiting.increment();
                 throw new PreserverUnavailableException(waiting + " ended transactions of coordinator "
@@ -215,6 +218,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         scheduler.execute(() -> {
             if (!closed) {
                 index.ended(sequenceOf(txnId));
+                publish();
             }
         });
     }
@@ -243,7 +247,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     public void afterOutcomeDurable(long sequence, Runnable action) {
         scheduler.execute(() -> {
             if (!closed) {
-                queue.afterDurable(BlockRecordCodec.blockOf(sequence), action);
+                long block = BlockRecordCodec.blockOf(sequence);
+                queue.afterDurable(block, index.isHeld(block), action);
             }
         });
     }
@@ -272,10 +277,21 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
         onThread(answer, () -> {
             if (!restored.isDone()) {
-                restored.whenComplete((done, error) -> scheduler.execute(() -> answerLookUp(txnId, answer)));
-                scheduler.schedule(() -> answer.completeExceptionally(new PreserverUnavailableException(
-                        "coordinator " + coordinatorId + " is still reading its state topic " + stateTopic)),
-                        RESTORE_WAIT);
+                Scheduler.Cancellable giveUp = scheduler.schedule(() -> answer.completeExceptionally(
+                        new PreserverUnavailableException("coordinator " + coordinatorId
+                                + " is still reading its state topic " + stateTopic)), RESTORE_WAIT);
+                restored.whenComplete((done, error) -> {
+                    if (error != null) {
+                        // Closed: answered at once, the thread may be shut down next.
+                        answer.completeExceptionally(new PreserverUnavailableException("coordinator "
+                                + coordinatorId + " closed"));
+                        return;
+                    }
+                    scheduler.execute(() -> {
+                        giveUp.cancel();
+                        answerLookUp(txnId, answer);
+                    });
+                });
                 return;
             }
             answerLookUp(txnId, answer);
@@ -316,6 +332,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             return;
         }
         index.merge(read, scheduler.millis());
+        queue.holdReleased();
         stats.restoredRecords = records;
         stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - startNanos);
         index.expire(scheduler.millis());
@@ -331,10 +348,14 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         paceCompaction();
     }
 
-    /** Drops the outcomes past their time-to-live, from memory and from the state topic. */
-    void expire() {
-        index.expire(scheduler.millis());
-        changed();
+    /** Drops the outcomes past their time-to-live, from memory and from the state topic (also periodically). */
+    public void expire() {
+        scheduler.execute(() -> {
+            if (!closed) {
+                index.expire(scheduler.millis());
+                changed();
+            }
+        });
     }
 
     /** Sets the state topic's compaction threshold when {@link CompactionPacing} says it no longer fits. */
@@ -460,8 +481,19 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     // ---- read from any thread
 
+    /** The figures as last published (at most a second old). */
     public PreserverFigures figures() {
         return figures;
+    }
+
+    /** The figures as of now: published on the coordinator's thread after what is queued there. */
+    public CompletableFuture<PreserverFigures> currentFigures() {
+        CompletableFuture<PreserverFigures> current = new CompletableFuture<>();
+        onThread(current, () -> {
+            publishFigures();
+            current.complete(figures);
+        });
+        return current;
     }
 
     public PreserverStats stats() {
@@ -478,6 +510,21 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     public OutcomeMemoryBudget budget() {
         return budget;
+    }
+
+    /** On the coordinator's thread (tests): outcomes kept. */
+    long keptCount() {
+        return index.size();
+    }
+
+    /** On the coordinator's thread (tests): outcomes the memory bound dropped. */
+    long memoryEvictions() {
+        return index.memoryEvictions();
+    }
+
+    /** On the coordinator's thread (tests). */
+    void checkTopicCreatedAgain() {
+        writer.checkTopicCreatedAgain();
     }
 
     /** For tests on the coordinator's thread: the writer's state. */

@@ -157,12 +157,14 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     @Override
     public CompletableFuture<Void> closeAsync() {
         return super.closeAsync().handle((ignored, error) -> error).thenCompose(error -> {
-            onClosed.run();
             beginning.clear();
             ending.clear();
             // Closed whether or not the stock store closed cleanly: the preserver holds the
             // state topic's exclusive producer and a share of the broker's memory bound.
-            return preserver.closeAsync().thenCompose(closed -> error == null
+            return preserver.closeAsync().handle((closed, closeError) -> {
+                onClosed.run();
+                return null;
+            }).thenCompose(closed -> error == null
                     ? CompletableFuture.<Void>completedFuture(null) : CompletableFuture.<Void>failedFuture(error));
         });
     }

@@ -2,6 +2,7 @@ package io.github.txnpreserver.time;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -58,6 +59,16 @@ public final class ExecutorScheduler implements Scheduler {
         } catch (RejectedExecutionException shutDown) {
             return () -> { };
         }
+    }
+
+    /** A daemon thread of its own per task: the restore reads once per opening, with blocking calls. */
+    @Override
+    public Executor blockingExecutor(String threadName) {
+        return task -> {
+            Thread thread = new Thread(task, threadName);
+            thread.setDaemon(true);
+            thread.start();
+        };
     }
 
     @Override

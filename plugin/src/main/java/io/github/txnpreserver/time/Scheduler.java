@@ -1,6 +1,7 @@
 package io.github.txnpreserver.time;
 
 import java.time.Duration;
+import java.util.concurrent.Executor;
 
 /**
  * The one thread that owns a coordinator's preserver, and its time.
@@ -25,6 +26,12 @@ public interface Scheduler {
 
     /** Runs {@code task} on the owning thread once {@code delay} has passed. Dropped once shut down. */
     Cancellable schedule(Runnable task, Duration delay);
+
+    /**
+     * Where work that blocks runs (the restore's read of the state topic), off the owning
+     * thread; what it finds comes back through {@link #execute}.
+     */
+    Executor blockingExecutor(String threadName);
 
     /** Runs queued tasks no more; tasks handed over later are dropped. */
     void shutdown();

@@ -11,6 +11,7 @@ import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -24,16 +25,21 @@ class StuckTransactionRedriverTest {
     private final CoordinatorHarness coordinator = CoordinatorHarness.start(10, 100);
     private final StuckTransactionRedriver redriver = new StuckTransactionRedriver(CoordinatorHarness.TC_ID,
             coordinator.store()::finishingTransactions, coordinator.store()::isEndActive,
-            coordinator::endThroughBroker, coordinator.clock(), STUCK_AFTER, coordinator.preserver().stats(),
-            Runnable::run);
+            coordinator::endThroughBroker, coordinator.scheduler(), STUCK_AFTER, coordinator.preserver().stats());
 
     @AfterEach
     void close() {
         coordinator.close();
     }
 
+    /** One pass of the re-drive, on the coordinator's thread as in the broker. */
+    private void scan() {
+        coordinator.scheduler().execute(redriver::scan);
+        coordinator.settle();
+    }
+
     private Resolution resolutionOf(TxnID txn) {
-        return coordinator.store().resolver().resolve(txn).resolution();
+        return coordinator.resolution(txn);
     }
 
     /** A committing transaction whose partition refused its marker: the broker gave up on it. */
@@ -49,13 +55,13 @@ class StuckTransactionRedriverTest {
     @Test
     void finishesAStuckTransactionOncePartitionsTakeMarkersAgainWithoutAClientRetry() {
         TxnID txn = stuckCommit();
-        redriver.scan();
+        scan();
         coordinator.acceptMarkers(PARTITION);
 
         coordinator.clock().advance(STUCK_AFTER);
-        redriver.scan();
+        scan();
 
-        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isEqualTo(1);
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(1);
         await(coordinator.commit(txn, "alice"));
@@ -65,10 +71,10 @@ class StuckTransactionRedriverTest {
     void waitsUntilATransactionHasBeenFinishingForTheConfiguredTime() {
         TxnID txn = stuckCommit();
         coordinator.acceptMarkers(PARTITION);
-        redriver.scan();
+        scan();
 
         coordinator.clock().advance(STUCK_AFTER.minusSeconds(1));
-        redriver.scan();
+        scan();
 
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
         assertThat(resolutionOf(txn)).isEqualTo(Resolution.FINISHING);
@@ -77,27 +83,27 @@ class StuckTransactionRedriverTest {
     @Test
     void retriesWithExponentialBackoffWhileThePartitionStillRefuses() {
         TxnID txn = stuckCommit();
-        redriver.scan();
+        scan();
         coordinator.clock().advance(STUCK_AFTER);
 
-        redriver.scan();
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog()
+        scan();
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog()
                 .count("marker refused COMMIT " + PARTITION + " " + CoordinatorHarness.key(txn)) == 2);
-        redriver.scan();
+        scan();
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).as("backing off").isEqualTo(1);
 
         coordinator.clock().advance(Duration.ofSeconds(1));
-        redriver.scan();
+        scan();
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(2);
 
         coordinator.acceptMarkers(PARTITION);
         coordinator.clock().advance(Duration.ofSeconds(1));
-        redriver.scan();
+        scan();
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).as("next backoff is 2 s").isEqualTo(2);
         coordinator.clock().advance(Duration.ofSeconds(1));
-        redriver.scan();
+        scan();
 
-        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
     }
 
@@ -108,12 +114,12 @@ class StuckTransactionRedriverTest {
         coordinator.refuseMarkers(PARTITION);
         failureOf(coordinator.timeoutAbort(txn));
         coordinator.acceptMarkers(PARTITION);
-        redriver.scan();
+        scan();
 
         coordinator.clock().advance(STUCK_AFTER);
-        redriver.scan();
+        scan();
 
-        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isEqualTo(1);
         assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
     }
@@ -124,56 +130,56 @@ class StuckTransactionRedriverTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().isEndActive(txn));
-        redriver.scan();
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
+        scan();
 
         coordinator.clock().advance(STUCK_AFTER.multipliedBy(2));
-        redriver.scan();
+        scan();
 
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
         coordinator.transactionLog().releaseHeldAppends();
-        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
-        redriver.scan();
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        scan();
         assertThat(redriver.trackedCount()).isZero();
     }
 
     /**
-     * Issue 13: once the state topic has been unavailable long enough that the bound of ended
-     * transactions waiting for it is reached, the broker retries the terminal step of each
-     * finishing transaction every second; a re-drive of the same transaction would add a
-     * second loop (and a second round of end markers) per transaction.
+     * Review of 22cce46, finding 5: with the bound of ended transactions waiting for the
+     * state topic reached, the terminal step was refused with an error the broker retries
+     * every second, for ever, and each client retry of the end started one more such loop,
+     * each sending the end markers again. Now the refusal is "coordinator not found": the
+     * client retries it, the broker does not loop, and the one re-drive per transaction
+     * finishes it once the topic is back.
      */
     @Test
-    void leavesATransactionAloneWhileTheBrokerRetriesItsTerminalStepForWantOfTheStateTopic() {
+    void aTerminalStepRefusedForWantOfTheStateTopicStartsNoBrokerLoopAndTheRedriveFinishesIt() {
         TxnID txn = coordinator.open("alice");
         coordinator.produce(txn, PARTITION);
         coordinator.stateTopic().failNextWrites(Integer.MAX_VALUE);
         coordinator.preserver().keepFromLog(new TxnID(CoordinatorHarness.TC_ID, 1_000), Outcome.COMMITTED, null,
                 CoordinatorHarness.START_MILLIS);
         for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
-            coordinator.preserver().afterChangesDurable(() -> { });
+            coordinator.preserver().afterOutcomeDurable(1_000, () -> { });
         }
-        coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(20))
-                .until(() -> coordinator.preserver().stats().endsRefusedWhileWaiting.sum() >= 1);
-        redriver.scan();
+        for (int retry = 0; retry < 3; retry++) {
+            assertThat(failureOf(coordinator.commit(txn, "alice")))
+                    .isInstanceOf(CoordinatorException.CoordinatorNotFoundException.class);
+        }
+        assertThat(coordinator.preserver().stats().endsRefusedWhileWaiting.sum()).isEqualTo(3);
+        long markers = coordinator.markerCount("COMMIT", PARTITION, txn);
+        assertThat(markers).as("one round per client request").isEqualTo(3);
 
-        coordinator.clock().advance(STUCK_AFTER);
-        // Two more rounds of the broker's retry (each sends the markers again): the second
-        // begins once the first has failed, by the clock as it is now.
-        long roundsBefore = coordinator.markerCount("COMMIT", PARTITION, txn);
-        await().atMost(Duration.ofSeconds(15))
-                .until(() -> coordinator.markerCount("COMMIT", PARTITION, txn) >= roundsBefore + 2);
-        // The next round stops between its markers and its terminal step: no end step of the
-        // plugin's own is in flight, only the broker's retry.
-        coordinator.holdMarkers(PARTITION);
-        await().atMost(Duration.ofSeconds(15)).until(() -> coordinator.heldMarkerCount() == 1);
-        redriver.scan();
+        coordinator.clock().advance(Duration.ofSeconds(30));
+        coordinator.scheduler().advance(Duration.ofSeconds(30));
+        assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).as("no broker loop").isEqualTo(markers);
+        assertThat(resolutionOf(txn)).isEqualTo(Resolution.FINISHING);
+        scan();
 
-        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
-        coordinator.releaseMarkers(PARTITION);
         coordinator.stateTopic().failNextWrites(0);
-        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
-        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
+        coordinator.clock().advance(STUCK_AFTER);
+        coordinator.scheduler().advance(Duration.ofSeconds(10));
+        scan();
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(1);
     }
 }

@@ -28,7 +28,7 @@ class ResolutionTest {
     }
 
     private Resolution resolutionOf(TxnID txn) {
-        return coordinator.store().resolver().resolve(txn).resolution();
+        return coordinator.resolution(txn);
     }
 
     @Test
@@ -49,7 +49,7 @@ class ResolutionTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.preserver().find(txn) != null);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.kept(txn) != null);
 
         TxnMeta meta = await(coordinator.store().getTxnMeta(txn));
 
@@ -76,30 +76,6 @@ class ResolutionTest {
     }
 
     @Test
-    void aCallerNeedingTheFinalAnswerWaitsForAFinishingTransactionToEnd() {
-        TxnID txn = coordinator.open("alice");
-        coordinator.produce(txn, PARTITION);
-        coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
-        coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().isEndActive(txn));
-
-        var finalAnswer = coordinator.store().resolver().awaitFinal(txn);
-
-        assertThat(finalAnswer).isNotDone();
-        coordinator.transactionLog().releaseHeldAppends();
-        assertThat(await(finalAnswer).resolution()).isEqualTo(Resolution.KEPT);
-        assertThat(await(finalAnswer).kept().outcome()).isEqualTo(io.github.txnpreserver.preserver.Outcome.COMMITTED);
-    }
-
-    @Test
-    void anOpenTransactionsFinalAnswerIsPendingAtOnce() {
-        TxnID txn = coordinator.open("alice");
-
-        assertThat(await(coordinator.store().resolver().awaitFinal(txn)).resolution())
-                .isEqualTo(Resolution.PENDING);
-    }
-
-    @Test
     void aTransactionsObservedLifecycleFollowsTheTransitionTable() {
         TxnID txn = new TxnID(CoordinatorHarness.TC_ID, 0);
         java.util.List<Resolution> observed = new java.util.ArrayList<>();
@@ -110,13 +86,14 @@ class ResolutionTest {
         coordinator.produce(txn, PARTITION);
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().isEndActive(txn));
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.store().isEndActive(txn));
         observed.add(resolutionOf(txn));
         coordinator.transactionLog().releaseHeldAppends();
-        await().atMost(Duration.ofSeconds(20)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         observed.add(resolutionOf(txn));
         coordinator.clock().advance(Duration.ofHours(72));
         coordinator.preserver().expire();
+        coordinator.settle();
         observed.add(resolutionOf(txn));
 
         assertThat(observed).containsExactly(Resolution.NOT_FOUND, Resolution.PENDING, Resolution.FINISHING,

@@ -12,7 +12,7 @@ import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.InvalidTxnStatusException;
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
@@ -54,10 +54,10 @@ class CommitChainTest {
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-        assertThat(coordinator.preserver().find(txn).outcome()).as("kept before the terminal entry")
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        assertThat(coordinator.kept(txn).outcome()).as("kept before the terminal entry")
                 .isEqualTo(Outcome.COMMITTED);
-        assertThat(coordinator.store().resolver().resolve(txn).resolution()).as("still live")
+        assertThat(coordinator.resolution(txn)).as("still live")
                 .isEqualTo(Resolution.FINISHING);
         coordinator.transactionLog().releaseHeldAppends();
         await(commit);
@@ -66,7 +66,7 @@ class CommitChainTest {
                 .containsSubsequence("log COMMITTING " + key, "marker COMMIT " + PARTITION + " " + key,
                         "log COMMITTED " + key)
                 .doesNotContain("log released " + key);
-        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.KEPT);
+        assertThat(coordinator.resolution(txn)).isEqualTo(Resolution.KEPT);
         await(coordinator.commit(txn, ALICE));
 
         coordinator.stateTopic().releaseHeldWrites();
@@ -84,12 +84,12 @@ class CommitChainTest {
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
 
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.heldMarkerCount() == 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.heldMarkerCount() == 1);
         assertThat(coordinator.callLog().calls()).contains("log COMMITTING " + key)
                 .noneMatch(call -> call.startsWith("state-write"));
         coordinator.releaseMarkers(PARTITION);
         await(commit);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().calls().contains("state-write " + key));
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().calls().contains("state-write " + key));
         assertThat(coordinator.callLog().calls()).containsSubsequence("marker COMMIT " + PARTITION + " " + key,
                 "state-write " + key);
     }
@@ -107,15 +107,15 @@ class CommitChainTest {
         coordinator.stateTopic().holdWrites();
         await(coordinator.commit(committed, ALICE));
         await(coordinator.abort(aborted, "bob"));
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
         coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
 
-        assertThat(coordinator.preserver().find(committed).outcome()).isEqualTo(Outcome.COMMITTED);
-        assertThat(coordinator.preserver().find(committed).owner()).isEqualTo(ALICE);
-        assertThat(coordinator.preserver().find(aborted).outcome()).isEqualTo(Outcome.ABORTED);
-        assertThat(coordinator.preserver().find(aborted).owner()).isEqualTo("bob");
+        assertThat(coordinator.kept(committed).outcome()).isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.kept(committed).owner()).isEqualTo(ALICE);
+        assertThat(coordinator.kept(aborted).outcome()).isEqualTo(Outcome.ABORTED);
+        assertThat(coordinator.kept(aborted).owner()).isEqualTo("bob");
         await(coordinator.commit(committed, ALICE));
         assertThat(failureOf(coordinator.abort(committed, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
         await(coordinator.abort(aborted, "bob"));
@@ -125,7 +125,7 @@ class CommitChainTest {
 
         coordinator.restart();
 
-        assertThat(coordinator.preserver().find(committed).outcome()).as("from the state topic now")
+        assertThat(coordinator.kept(committed).outcome()).as("from the state topic now")
                 .isEqualTo(Outcome.COMMITTED);
         assertThat(coordinator.markerCount("ABORT", PARTITION, committed)).isZero();
     }
@@ -160,12 +160,12 @@ class CommitChainTest {
                 false))).isInstanceOf(InvalidTxnStatusException.class);
         assertThat(coordinator.callLog().calls()).contains("log COMMITTED " + CoordinatorHarness.key(txn));
         await(coordinator.abort(txn, ALICE));
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
         coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
 
-        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+        assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.ABORTED);
         await(coordinator.abort(txn, ALICE));
         assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
     }
@@ -182,19 +182,21 @@ class CommitChainTest {
         coordinator.preserver().keepFromLog(new TxnID(CoordinatorHarness.TC_ID, 1_000), Outcome.COMMITTED, null,
                 CoordinatorHarness.START_MILLIS);
         for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
-            coordinator.preserver().afterChangesDurable(() -> { });
+            coordinator.preserver().afterOutcomeDurable(1_000, () -> { });
         }
         await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTING, TxnStatus.OPEN, false));
 
         Throwable failure = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED,
                 TxnStatus.COMMITTING, false));
 
-        assertThat(failure).isInstanceOf(PulsarClientException.BrokerPersistenceException.class);
+        // Retried by the client (it looks the coordinator up again), not looped on by the broker.
+        assertThat(failure).isInstanceOf(CoordinatorException.CoordinatorNotFoundException.class);
         assertThat(coordinator.callLog().calls()).doesNotContain("log COMMITTED " + CoordinatorHarness.key(txn));
-        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.FINISHING);
+        assertThat(coordinator.resolution(txn)).isEqualTo(Resolution.FINISHING);
         coordinator.stateTopic().failNextWrites(0);
         CompletableFuture<Void> back = new CompletableFuture<>();
-        coordinator.preserver().afterChangesDurable(() -> back.complete(null));
+        coordinator.preserver().afterOutcomeDurable(1_000, () -> back.complete(null));
+        coordinator.scheduler().advance(Duration.ofSeconds(10));
         await(back);
         // The broker's retry.
         await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED, TxnStatus.COMMITTING, false));
@@ -210,18 +212,18 @@ class CommitChainTest {
     void aStaleRecordOfATransactionStillOpenIsShadowedAndThenReplaced() {
         TxnID txn = openWithPartition();
         coordinator.preserver().keepFromLog(txn, Outcome.COMMITTED, ALICE, CoordinatorHarness.START_MILLIS);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                 == Outcome.COMMITTED);
 
         coordinator.restart();
 
-        assertThat(coordinator.preserver().find(txn).outcome()).as("restored stale record").isEqualTo(Outcome.COMMITTED);
-        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.PENDING);
+        assertThat(coordinator.kept(txn).outcome()).as("restored stale record").isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.resolution(txn)).isEqualTo(Resolution.PENDING);
         await(coordinator.abort(txn, ALICE));
-        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+        assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.ABORTED);
         assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
         coordinator.restart();
-        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+        assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.ABORTED);
     }
 
     @Test
@@ -230,21 +232,21 @@ class CommitChainTest {
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTING") || op.equals("ABORTING"));
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
         CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 2);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 2);
         coordinator.transactionLog().releaseHeldAppends();
 
         boolean committed = settle(commit);
         boolean aborted = settle(timeoutAbort);
         assertThat(committed).isNotEqualTo(aborted);
         Outcome decided = committed ? Outcome.COMMITTED : Outcome.ABORTED;
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn) == decided);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn) == decided);
         assertThat(coordinator.callLog().count("state-write " + CoordinatorHarness.key(txn))).isEqualTo(1);
 
         coordinator.restart();
 
-        assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(decided);
+        assertThat(coordinator.kept(txn).outcome()).isEqualTo(decided);
     }
 
     @Test
@@ -255,7 +257,7 @@ class CommitChainTest {
 
         CompletableFuture<Void> first = coordinator.commit(txn, ALICE);
         CompletableFuture<Void> second = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
         coordinator.transactionLog().releaseHeldAppends();
 
         await(first);
@@ -273,7 +275,7 @@ class CommitChainTest {
 
         CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() >= 1);
         coordinator.transactionLog().releaseHeldAppends();
 
         boolean committed = settle(commit);
@@ -298,16 +300,16 @@ class CommitChainTest {
         coordinator.stateTopic().holdWrites();
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, ALICE);
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
         coordinator.transactionLog().dropHeldAppends();
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() >= 1);
         coordinator.stateTopic().dropHeldWrites();
 
         coordinator.restart();
 
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.callLog().count("log COMMITTED " + key) == 1);
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.callLog().count("log COMMITTED " + key) == 1);
         // The log notes the append before its future completes, and the outcome is kept on completion.
-        await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.store().resolver().resolve(txn).resolution()
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.resolution(txn)
                 == Resolution.KEPT);
         await(coordinator.commit(txn, ALICE));
         assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
@@ -325,7 +327,7 @@ class CommitChainTest {
         CompletableFuture<Void> retry = coordinator.commit(txn, ALICE);
         CompletableFuture<Void> conflicting = coordinator.abort(txn, ALICE);
 
-        assertThat(coordinator.preserver().isRestoring()).isTrue();
+        assertThat(!coordinator.preserver().restored().isDone()).isTrue();
         TxnID fresh = coordinator.open(ALICE);
         assertThat(retry).as("its outcome may be in what is not read yet").isNotDone();
         assertThat(conflicting).isNotDone();
@@ -347,7 +349,7 @@ class CommitChainTest {
 
         /** Until the preserver's executor has run what is queued on it (a flush a racing end would cause). */
         private void settlePreserver() {
-            await(CompletableFuture.runAsync(() -> { }, coordinator.preserver().executor()));
+            coordinator.settle();
         }
 
         /**
@@ -391,8 +393,8 @@ class CommitChainTest {
             TxnID txn = openWithPartition();
             coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
             CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                     == Outcome.COMMITTED);
             List<String> requestsBefore = coordinator.stateTopic().requests();
 
@@ -421,8 +423,8 @@ class CommitChainTest {
             TxnID txn = openWithPartition();
             coordinator.transactionLog().holdAppends(op -> op.equals("ABORTED"));
             CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
-            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                     == Outcome.ABORTED);
             List<String> requestsBefore = coordinator.stateTopic().requests();
 
@@ -454,7 +456,7 @@ class CommitChainTest {
             coordinator.stateTopic().holdWrites();
             coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
             CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
-            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().heldWriteCount() == 1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() == 1);
 
             Throwable refused = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN,
                     true));
@@ -491,18 +493,20 @@ class CommitChainTest {
             TxnID txn = openWithPartition();
             // What 0.4 wrote as the commit began.
             coordinator.preserver().keepFromLog(txn, Outcome.COMMITTED, ALICE, CoordinatorHarness.START_MILLIS);
-            await().atMost(Duration.ofSeconds(20)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
+            await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
                     == Outcome.COMMITTED);
             coordinator.restart();
-            assertThat(coordinator.preserver().find(txn).outcome()).as("restored speculative record")
+            assertThat(coordinator.kept(txn).outcome()).as("restored speculative record")
                     .isEqualTo(Outcome.COMMITTED);
 
             await(coordinator.timeoutAbort(txn));
-            assertThat(coordinator.preserver().keptOutcomes().evictOldest()).as("block 0 dropped, alice's floor"
+            coordinator.preserver().evictOldestForMemory();
+            coordinator.settle();
+            assertThat(coordinator.preserver().currentFigures().join().memoryEvictions()).as("block 0 dropped, alice's floor"
                     + " keeps the outcome").isZero();
 
-            assertThat(coordinator.preserver().keptOutcomes().floorSize()).isEqualTo(1);
-            assertThat(coordinator.preserver().find(txn).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(coordinator.preserver().currentFigures().join().floorEntries()).isEqualTo(1);
+            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.ABORTED);
             await(coordinator.abort(txn, ALICE));
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
             assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();

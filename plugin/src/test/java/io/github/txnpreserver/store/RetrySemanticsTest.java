@@ -36,7 +36,7 @@ class RetrySemanticsTest {
         TxnID txn = coordinator.open(ALICE);
         coordinator.produce(txn, PARTITION);
         await(commit ? coordinator.commit(txn, ALICE) : coordinator.abort(txn, ALICE));
-        assertThat(coordinator.store().resolver().resolve(txn).resolution()).isEqualTo(Resolution.KEPT);
+        assertThat(coordinator.resolution(txn)).isEqualTo(Resolution.KEPT);
         return txn;
     }
 
@@ -124,6 +124,7 @@ class RetrySemanticsTest {
 
             coordinator.clock().advance(Duration.ofHours(72));
             coordinator.preserver().expire();
+        coordinator.settle();
 
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(TransactionNotFoundException.class);
             assertThat(failureOf(coordinator.abort(txn, ALICE))).isInstanceOf(TransactionNotFoundException.class);
@@ -175,10 +176,12 @@ class RetrySemanticsTest {
 
             coordinator.clock().advance(Duration.ofHours(72).minusSeconds(1));
             coordinator.preserver().expire();
+        coordinator.settle();
             await(coordinator.abort(txn, ALICE));
 
             coordinator.clock().advance(Duration.ofSeconds(1));
             coordinator.preserver().expire();
+        coordinator.settle();
             assertThat(failureOf(coordinator.abort(txn, ALICE))).isInstanceOf(TransactionNotFoundException.class);
         }
     }

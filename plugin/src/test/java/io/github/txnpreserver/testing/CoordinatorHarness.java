@@ -6,6 +6,7 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
 import io.netty.util.HashedWheelTimer;
@@ -14,7 +15,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.broker.TransactionMetadataStoreService;
 import org.apache.pulsar.broker.transaction.recover.TransactionRecoverTrackerImpl;
@@ -56,6 +56,7 @@ public final class CoordinatorHarness implements AutoCloseable {
     private final java.util.Queue<CompletableFuture<TxnID>> heldMarkers =
             new java.util.concurrent.ConcurrentLinkedQueue<>();
     private TransactionMetadataStoreService service;
+    private ManualScheduler scheduler;
     private PreservingTransactionMetadataStore store;
 
     private CoordinatorHarness(PreserverConfig config) {
@@ -140,8 +141,11 @@ public final class CoordinatorHarness implements AutoCloseable {
 
     /** Waits until the ended transaction's record is durable: the log releases its entries only then. */
     public void awaitRecordDurable(TxnID txn) {
-        Awaitility.await().atMost(Duration.ofSeconds(20))
-                .until(() -> callLog.calls().contains("log released " + key(txn)));
+        // Failed writes are written again after a backoff: time is stepped while waiting.
+        Awaitility.await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10)).until(() -> {
+            scheduler.advance(Duration.ofMillis(100));
+            return callLog.calls().contains("log released " + key(txn));
+        });
     }
 
     public static String key(TxnID txn) {
@@ -166,6 +170,26 @@ public final class CoordinatorHarness implements AutoCloseable {
 
     public MutableClock clock() {
         return clock;
+    }
+
+    /** The kept outcome of a transaction the coordinator no longer has live, or null (waits for the restore). */
+    public io.github.txnpreserver.preserver.KeptOutcome kept(TxnID txn) {
+        return preserver().lookUp(txn).join();
+    }
+
+    /** What the resolver answers now. */
+    public io.github.txnpreserver.resolution.Resolution resolution(TxnID txn) {
+        return store.resolver().resolve(txn).join().resolution();
+    }
+
+    /** Until the coordinator's thread has run everything due now. */
+    public void settle() {
+        scheduler.runReady();
+    }
+
+    /** The coordinator's thread: its tasks run as they come; time moves only through it. */
+    public ManualScheduler scheduler() {
+        return scheduler;
     }
 
     public InMemoryTransactionLog transactionLog() {
@@ -245,15 +269,22 @@ public final class CoordinatorHarness implements AutoCloseable {
         MLTransactionSequenceIdGenerator sequenceIds = new MLTransactionSequenceIdGenerator();
         sequenceIds.onManagedLedgerPropertiesInitialize(Map.of(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID,
                 Long.toString(transactionLog.maxLocalTxnId())));
-        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC_ID, config, stateTopic, clock,
-                Executors.newSingleThreadScheduledExecutor());
+        // Each incarnation its own thread, as the provider's: closing one (a crash) must not stop the next.
+        ManualScheduler thread = new ManualScheduler(clock).pump();
+        scheduler = thread;
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC_ID, config, stateTopic,
+                scheduler, new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
         // As the provider does: the restore runs in the background, and blocks up to the
-        // log's highest sequence wait for it.
-        preserver.startRestore(transactionLog.maxLocalTxnId());
+        // log's highest sequence are held until it is done.
+        preserver.startRestore(() -> {
+            Map<String, String> properties = new java.util.HashMap<>();
+            sequenceIds.onUpdateManagedLedgerInfo(properties);
+            return Long.parseLong(properties.get(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID));
+        });
         TransactionRecoverTrackerImpl recoverTracker = new TransactionRecoverTrackerImpl(service, timeoutTracker,
                 TC_ID);
         store = (PreservingTransactionMetadataStore) new PreservingTransactionMetadataStore(tcId,
-                transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver, () -> { }).init(recoverTracker).join();
+                transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver, thread::shutdown).init(recoverTracker).join();
         registerInService(tcId, store);
         recoverTracker.handleCommittingAndAbortingTransaction();
     }

@@ -2,15 +2,10 @@ package io.github.txnpreserver.testing;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.github.txnpreserver.preserver.Outcome;
-import io.github.txnpreserver.statetopic.ChunkRecord;
 import io.github.txnpreserver.statetopic.CoordinatorMovedException;
 import io.github.txnpreserver.statetopic.WriterFencedException;
-import io.github.txnpreserver.statetopic.MalformedRecordException;
-import io.github.txnpreserver.statetopic.StateRecordCodec;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
-import io.github.txnpreserver.statetopic.proto.TerminatedTxnRecord;
-import io.github.txnpreserver.statetopic.proto.TxnOutcome;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -397,44 +392,37 @@ public final class InMemoryStateTopic implements StateTopic {
         if (value == null || key == null) {
             return outcomes;
         }
-        if (StateRecordCodec.isBlockKey(key)) {
-            try {
-                long coordinator = OutcomeBlockRecord.parseFrom(value).getCoordinatorId();
-                ChunkRecord block = StateRecordCodec.decodeBlock(key, value, coordinator);
-                int entry = 0;
-                for (int offset = 0; offset < 256; offset++) {
-                    if ((block.kept()[offset >>> 6] & (1L << offset)) == 0) {
-                        continue;
-                    }
-                    boolean committed = (block.committed()[offset >>> 6] & (1L << offset)) != 0;
-                    int ref = block.ownerRefs() == null ? block.uniformOwnerRef() : block.ownerRefs()[entry];
-                    String owner = ref == 0 ? null : block.owners().get(ref - 1);
-                    outcomes.put(new TxnID(coordinator, block.blockIndex() * 256 + offset),
-                            new TxnEntry(committed ? Outcome.COMMITTED : Outcome.ABORTED, block.endSeconds()[entry],
-                                    owner));
-                    entry++;
-                }
-            } catch (InvalidProtocolBufferException | MalformedRecordException e) {
-                return outcomes;
-            }
+        if (!isBlockKey(key)) {
             return outcomes;
         }
-        TerminatedTxnRecord record = parseLegacy(value);
-        if (record != null) {
-            outcomes.put(new TxnID(record.getTxnidMostBits(), record.getTxnidLeastBits()),
-                    new TxnEntry(record.getOutcome() == TxnOutcome.COMMITTED ? Outcome.COMMITTED : Outcome.ABORTED,
-                            record.getEndTimeMillis(), record.hasOwner() ? record.getOwner() : null));
+        try {
+            OutcomeBlockRecord block = OutcomeBlockRecord.parseFrom(value);
+            if (block.getKeptCount() != 4 || block.getCommittedCount() != 4) {
+                return outcomes;
+            }
+            long coordinator = block.getCoordinatorId();
+            int entry = 0;
+            long time = 0;
+            for (int offset = 0; offset < 256; offset++) {
+                if ((block.getKept(offset >>> 6) & (1L << offset)) == 0) {
+                    continue;
+                }
+                boolean committed = (block.getCommitted(offset >>> 6) & (1L << offset)) != 0;
+                int ref = block.getOwnerRefsCount() == 0 ? block.getUniformOwnerRef() : block.getOwnerRefs(entry);
+                String owner = ref == 0 ? null : block.getOwners(ref - 1);
+                time += block.getEndSecondDeltas(entry);
+                outcomes.put(new TxnID(coordinator, block.getBlockIndex() * 256 + offset),
+                        new TxnEntry(committed ? Outcome.COMMITTED : Outcome.ABORTED, time, owner));
+                entry++;
+            }
+        } catch (InvalidProtocolBufferException | RuntimeException e) {
+            return outcomes;
         }
         return outcomes;
     }
 
-    private static TerminatedTxnRecord parseLegacy(byte[] value) {
-        try {
-            TerminatedTxnRecord record = TerminatedTxnRecord.parseFrom(value);
-            return record.getFormatVersion() > 0 ? record : null;
-        } catch (InvalidProtocolBufferException e) {
-            return null;
-        }
+    private static boolean isBlockKey(String key) {
+        return key != null && key.startsWith("c");
     }
 
     /** The call-log subjects of a write: the key, then for a block the transactions it changes. */
@@ -445,11 +433,6 @@ public final class InMemoryStateTopic implements StateTopic {
             return subjects;
         }
         Map<TxnID, TxnEntry> written = outcomesIn(key, value);
-        if (!StateRecordCodec.isBlockKey(key)) {
-            subjects.add(written.isEmpty() ? key : written.keySet().stream()
-                    .map(txn -> txn.getMostSigBits() + ":" + txn.getLeastSigBits()).findFirst().orElseThrow());
-            return subjects;
-        }
         subjects.add(key);
         Map<TxnID, TxnEntry> before;
         synchronized (this) {

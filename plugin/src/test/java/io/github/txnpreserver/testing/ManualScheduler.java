@@ -1,13 +1,19 @@
 package io.github.txnpreserver.testing;
 
 import io.github.txnpreserver.time.Scheduler;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.PriorityQueue;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A {@link Scheduler} whose time moves only when a test says so. Tasks handed over from any
  * thread wait until the test runs them ({@link #runReady}, {@link #advance}), on the test's
- * thread, in due order: the interleaving of a test is the order of its lines.
+ * thread, in due order: the interleaving of a test is the order of its lines. Tasks never
+ * run on two threads at once, as on the real scheduler's one thread: with {@link #pump} a
+ * daemon thread runs what is due as soon as it is queued (time still moves only when told),
+ * for tests that drive the broker's own asynchronous chain.
  */
 public final class ManualScheduler implements Scheduler {
 
@@ -16,9 +22,38 @@ public final class ManualScheduler implements Scheduler {
     private long millis;
     private long sequence;
     private boolean shutDown;
+    private final Clock wallClock;
+    private final ReentrantLock running = new ReentrantLock();
+    private volatile Thread pump;
 
+    /** Wall-clock time starts at {@code startMillis} and moves with {@link #advance}. */
     public ManualScheduler(long startMillis) {
         this.millis = startMillis;
+        this.wallClock = null;
+    }
+
+    /** Wall-clock time is the given clock's (a test's {@link MutableClock}); {@link #advance} moves monotonic time only. */
+    public ManualScheduler(Clock wallClock) {
+        this.wallClock = wallClock;
+    }
+
+    /** Runs due tasks on a daemon thread as they come, until {@link #shutdown}. */
+    public ManualScheduler pump() {
+        Thread thread = new Thread(() -> {
+            while (!isShutDown()) {
+                if (runReady() == 0) {
+                    LockSupport.parkNanos(200_000);
+                }
+            }
+        }, "manual-scheduler-pump");
+        thread.setDaemon(true);
+        pump = thread;
+        thread.start();
+        return this;
+    }
+
+    private synchronized boolean isShutDown() {
+        return shutDown;
     }
 
     private final class Task implements Comparable<Task>, Cancellable {
@@ -48,7 +83,7 @@ public final class ManualScheduler implements Scheduler {
 
     @Override
     public synchronized long millis() {
-        return millis;
+        return wallClock != null ? wallClock.millis() : millis;
     }
 
     @Override
@@ -72,6 +107,12 @@ public final class ManualScheduler implements Scheduler {
         return scheduled;
     }
 
+    /** Blocking work runs at once on the caller's thread: the in-memory topics never block. */
+    @Override
+    public java.util.concurrent.Executor blockingExecutor(String threadName) {
+        return Runnable::run;
+    }
+
     @Override
     public synchronized void shutdown() {
         shutDown = true;
@@ -80,6 +121,15 @@ public final class ManualScheduler implements Scheduler {
 
     /** Runs every task due now, including those the tasks queue for now; returns how many ran. */
     public int runReady() {
+        running.lock();
+        try {
+            return runDue();
+        } finally {
+            running.unlock();
+        }
+    }
+
+    private int runDue() {
         int ran = 0;
         while (true) {
             Task next;
@@ -100,11 +150,20 @@ public final class ManualScheduler implements Scheduler {
 
     /** Moves time forward by {@code step}, running each task when its time comes, in order. */
     public void advance(Duration step) {
+        running.lock();
+        try {
+            advanceBy(step);
+        } finally {
+            running.unlock();
+        }
+    }
+
+    private void advanceBy(Duration step) {
         long target;
         synchronized (this) {
             target = nanos + step.toNanos();
         }
-        runReady();
+        runDue();
         while (true) {
             synchronized (this) {
                 Task next = queue.peek();
@@ -118,9 +177,9 @@ public final class ManualScheduler implements Scheduler {
                 nanos = next.due;
                 millis += moved / 1_000_000;
             }
-            runReady();
+            runDue();
         }
-        runReady();
+        runDue();
     }
 
     /** Moves the wall clock only (an end time far from the others), not the monotonic time. */

@@ -12,9 +12,16 @@ import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGen
  * The plugin's provider with fault injection, for the integration tests only: named in
  * {@code transactionMetadataStoreProviderClassName} of a test broker that has this jar in
  * {@code lib/} beside the plugin's. Each hook is off unless its system property is set on
- * that broker's JVM ({@link CrashPoint}, {@link EndMarkerRefusal}).
+ * that broker's JVM ({@link CrashPoint}, {@link EndMarkerRefusal}, {@link #SEQUENCE_FLOOR}).
  */
 public class HookedMetadataStoreProvider extends PreservingMetadataStoreProvider {
+
+    /**
+     * System property: the sequence id a coordinator's log has allocated at least, as if
+     * that many transactions had been opened (a restore keeps no block past what the log
+     * has allocated, and a test cannot open millions of transactions first).
+     */
+    public static final String SEQUENCE_FLOOR = "txnpreserver.testhooks.sequenceFloor";
 
     @Override
     protected PreservingTransactionMetadataStore newStore(TransactionCoordinatorID tcId, MLTransactionLogImpl txnLog,
@@ -22,6 +29,12 @@ public class HookedMetadataStoreProvider extends PreservingMetadataStoreProvider
                                                           MLTransactionSequenceIdGenerator sequenceIdGenerator,
                                                           long maxActiveTransactionsPerCoordinator,
                                                           TransactionMetadataPreserver preserver, Runnable onClosed) {
+        String floor = System.getProperty(SEQUENCE_FLOOR);
+        if (floor != null && PreservingMetadataStoreProvider.highestSequence(sequenceIdGenerator)
+                < Long.parseLong(floor)) {
+            sequenceIdGenerator.onManagedLedgerPropertiesInitialize(
+                    java.util.Map.of(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID, floor));
+        }
         return new HookedTransactionMetadataStore(tcId, txnLog, timeoutTracker, sequenceIdGenerator,
                 maxActiveTransactionsPerCoordinator, preserver, onClosed);
     }
