@@ -62,14 +62,15 @@ final class DirectScheduler implements Scheduler {
     }
 
     @Override
-    public void execute(Runnable task) {
+    public boolean execute(Runnable task) {
         synchronized (this) {
             if (shutDown) {
-                return;
+                return false;
             }
             ready.add(task);
         }
         drain();
+        return true;
     }
 
     @Override

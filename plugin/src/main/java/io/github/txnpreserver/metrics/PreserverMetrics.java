@@ -97,8 +97,6 @@ public final class PreserverMetrics extends Collector {
                 "Time to make an outcome durable in the state topic");
         Family writeFailures = new Family("pulsar_txn_preserver_state_write_failures_total", Type.COUNTER,
                 "State-topic writes of outcomes that failed (each is retried)");
-        Family tombstoneRetries = new Family("pulsar_txn_preserver_tombstone_retries_total", Type.COUNTER,
-                "State-topic tombstones that failed and were written again");
         Family malformed = new Family("pulsar_txn_preserver_malformed_records_total", Type.COUNTER,
                 "State-topic records skipped because they could not be read");
         Family restoreSeconds = new Family("pulsar_txn_preserver_restore_duration_seconds", Type.GAUGE,
@@ -131,7 +129,6 @@ public final class PreserverMetrics extends Collector {
             expirations.add(labels, outcomes.expirations());
             writes.addHistogram(labels, stats.stateWriteLatency);
             writeFailures.add(labels, stats.recordWriteFailures.sum());
-            tombstoneRetries.add(labels, stats.tombstoneWriteRetries.sum());
             malformed.add(labels, stats.malformedRecords.sum());
             restoreSeconds.add(labels, stats.restoreMillis / 1000.0);
             restoreRecords.add(labels, stats.restoredRecords);
@@ -142,7 +139,7 @@ public final class PreserverMetrics extends Collector {
         List<MetricFamilySamples> families = new ArrayList<>();
         for (Family family : List.of(kept, clients, answered, lookups, evictions, window, memory, floor, expirations,
                 writes,
-                writeFailures, tombstoneRetries, malformed, restoreSeconds, restoreRecords, redrives,
+                writeFailures, malformed, restoreSeconds, restoreRecords, redrives,
                 writerReplacements, refused)) {
             families.add(family.build());
         }

@@ -30,7 +30,7 @@ import java.time.Duration;
  * <p>A failed request is asked again at the next check, then after 2, 4, ... up to 32
  * checks; a topic recreated (its policies deleted with it) is asked for afresh.
  *
- * <p>Not thread-safe: used on the coordinator's preserver executor only.
+ * <p>Not thread-safe: confined to the coordinator's thread.
  */
 final class CompactionPacing {
 

@@ -9,6 +9,7 @@ import it.unimi.dsi.fastutil.longs.LongPredicate;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import org.slf4j.LoggerFactory;
 
 /**
  * Which blocks must be written to the state topic, and who waits for what to be durable.
@@ -69,7 +70,7 @@ final class DurabilityQueue {
         long offset = dirty.containsKey(blockIndex) ? dirty.get(blockIndex)
                 : inFlight.containsKey(blockIndex) ? inFlight.get(blockIndex) : -1;
         if (offset < 0) {
-            action.run();
+            runSafely(action);
             return true;
         }
         waiters.computeIfAbsent(blockIndex, ignored -> new ArrayDeque<>()).add(new Waiter(offset, action));
@@ -96,16 +97,6 @@ final class DurabilityQueue {
     /** The held blocks are written from now on: what waits for them waits like the rest. */
     void holdReleased() {
         waitingForHeld = 0;
-    }
-
-    /** Whether a block may be written now (not held, not backing off). */
-    boolean hasWritable(LongPredicate held, long nowNanos) {
-        for (long index : dirty.keySet()) {
-            if (!held.test(index) && !inFlight.containsKey(index) && retryAt.getOrDefault(index, nowNanos) <= nowNanos) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** When the next block that backs off may be written, or -1 if none does. */
@@ -157,7 +148,16 @@ final class DurabilityQueue {
         if (queue.isEmpty()) {
             waiters.remove(write.blockIndex());
         }
-        ready.forEach(Runnable::run);
+        ready.forEach(DurabilityQueue::runSafely);
+    }
+
+    /** A waiter that throws (a log release) must not stop the others, nor the write's bookkeeping. */
+    private static void runSafely(Runnable action) {
+        try {
+            action.run();
+        } catch (RuntimeException e) {
+            LoggerFactory.getLogger(DurabilityQueue.class).error("An action waiting for a durable record failed", e);
+        }
     }
 
     /** A write failed: the block is written again, not before its backoff. */

@@ -1,15 +1,9 @@
 package io.github.txnpreserver.preserver;
 
-import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
-import it.unimi.dsi.fastutil.ints.IntArrayList;
 import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.longs.LongArrayList;
 import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.List;
-import java.util.Map;
 
 /**
  * The outcomes one coordinator keeps: pure in-memory data, no I/O, no time of its own.
@@ -36,6 +30,8 @@ import java.util.Map;
  * sequence the transaction log had allocated are <em>held</em> ({@link #hold}): they may have
  * records not read yet, so they are neither written nor dropped until {@link #merge}.
  *
+ * <p>Its restore merge lives in {@link RestoreMerge}, which shares its package-private state.
+ *
  * <p>Not thread-safe: confined to its coordinator's thread ({@code Preserver}).
  */
 final class OutcomeIndex {
@@ -52,19 +48,18 @@ final class OutcomeIndex {
     }
 
     private final long timeToLiveMillis;
-    private final int perClient;
-    private final BlockChanges changes;
-    private final Long2ObjectOpenHashMap<OutcomeBlock> blocks = new Long2ObjectOpenHashMap<>();
-    private OutcomeBlock oldest;
-    private OutcomeBlock newest;
-    private final OwnerIds owners = new OwnerIds();
-    private final ClientFloor floor;
+    final int perClient;
+    final BlockChanges changes;
+    final Long2ObjectOpenHashMap<OutcomeBlock> blocks = new Long2ObjectOpenHashMap<>();
+    final BlocksByAge byAge = new BlocksByAge();
+    final OwnerIds owners = new OwnerIds();
+    final ClientFloor floor;
     /** Blocks no longer in memory whose record still holds floor entries: how many. */
-    private final Long2IntOpenHashMap floorOnlyBlocks = new Long2IntOpenHashMap();
+    final Long2IntOpenHashMap floorOnlyBlocks = new Long2IntOpenHashMap();
     /** Ends in progress (decided, terminal entry not durable yet): they pin their block. */
     private final LongOpenHashSet pending = new LongOpenHashSet();
-    private long blockBytes;
-    private long blockOutcomes;
+    long blockBytes;
+    long blockOutcomes;
     private long memoryEvictions;
     private long expirations;
     private int droppedThroughTime = Integer.MIN_VALUE;
@@ -147,7 +142,7 @@ final class OutcomeIndex {
         int through = expiredThrough(nowMillis);
         long before = size();
         floor.expire(through, this::floorEntryRemoved);
-        for (OutcomeBlock block = oldest; block != null; ) {
+        for (OutcomeBlock block = byAge.oldest(); block != null; ) {
             OutcomeBlock next = block.newer;
             if (droppable(block)) {
                 if (block.count() == 0 || block.maxTime() <= through) {
@@ -170,7 +165,7 @@ final class OutcomeIndex {
      * @return the outcomes it dropped, or -1 if there was no block to drop
      */
     int evictOldest() {
-        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+        for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (droppable(block)) {
                 droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
                 int dropped = outcomesOutsideTheFloor(block);
@@ -184,7 +179,7 @@ final class OutcomeIndex {
 
     /** The newest end time in the block {@link #evictOldest} would drop, or null if none. */
     Long oldestEvictableMillis() {
-        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+        for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (droppable(block)) {
                 return millisOf(block.maxTime());
             }
@@ -231,40 +226,14 @@ final class OutcomeIndex {
 
     /**
      * Joins what the restore read to what this coordinator kept meanwhile (which is newer,
-     * and wins), rebuilds the floor, and releases the held blocks.
+     * and wins), rebuilds the floor, and releases the held blocks ({@link RestoreMerge}).
      */
     void merge(RestoredBlocks restored, long nowMillis) {
-        int through = expiredThrough(nowMillis);
-        OutcomeBlock[] byAge = restored.blocks().values().toArray(new OutcomeBlock[0]);
-        Arrays.sort(byAge, (a, b) -> Integer.compare(b.maxTime(), a.maxTime()));
-        int[] remap = new int[restored.owners().highestId() + 1];
-        Arrays.fill(remap, -1);
-        for (OutcomeBlock staged : byAge) {
-            if (!blocks.containsKey(staged.index) && floorOnlyBlocks.containsKey(staged.index)) {
-                // Dropped by the memory bound while the restore read (held blocks are not), so
-                // written by this coordinator, whose floor entries and record are newer than a
-                // copy a second read may have found.
-                continue;
-            }
-            if (staged.count() == 0 || staged.maxTime() <= through) {
-                if (!blocks.containsKey(staged.index)) {
-                    changes.changed(staged.index);
-                }
-                continue;
-            }
-            OutcomeBlock live = blocks.get(staged.index);
-            if (live == null) {
-                for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
-                    remap(remap, staged.owner(offset), restored.owners());
-                }
-                staged.remapOwners(remap);
-                adoptAsOldest(staged);
-            } else {
-                mergeInto(live, staged, remap, restored.owners());
-            }
+        try {
+            new RestoreMerge(this).merge(restored, expiredThrough(nowMillis));
+        } finally {
+            heldThroughBlock = -1;
         }
-        rebuildFloor();
-        heldThroughBlock = -1;
     }
 
     /** Outcomes kept: in blocks, and floor entries whose block is gone. */
@@ -295,7 +264,7 @@ final class OutcomeIndex {
     /** Age of the oldest outcome in the window (floor entries past it not counted); 0 when empty. */
     long windowMillis(long nowMillis) {
         int min = Integer.MAX_VALUE;
-        for (OutcomeBlock block = oldest; block != null; block = block.newer) {
+        for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (block.count() > 0) {
                 min = Math.min(min, block.minTime());
             }
@@ -353,7 +322,7 @@ final class OutcomeIndex {
         if (block == null) {
             block = createBlock(index);
         } else if (block.has(offset) && block.committed(offset) == committed && block.owner(offset) == owner) {
-            touch(block);
+            byAge.touch(block);
             return block;
         }
         long before = block.bytes();
@@ -365,7 +334,7 @@ final class OutcomeIndex {
             blockOutcomes++;
         }
         blockBytes += block.bytes() - before;
-        touch(block);
+        byAge.touch(block);
         changes.changed(index);
         return block;
     }
@@ -373,7 +342,7 @@ final class OutcomeIndex {
     private OutcomeBlock createBlock(long index) {
         OutcomeBlock block = new OutcomeBlock(index);
         blocks.put(index, block);
-        linkNewest(block);
+        byAge.linkNewest(block);
         if (floorOnlyBlocks.containsKey(index)) {
             // Its record still holds floor entries: the block's next record must too.
             floorOnlyBlocks.remove(index);
@@ -401,7 +370,7 @@ final class OutcomeIndex {
         int floorEntries = floorEntriesOf(block.index);
         blockOutcomes -= block.count();
         blockBytes -= block.bytes();
-        unlink(block);
+        byAge.unlink(block);
         blocks.remove(block.index);
         if (floorEntries > 0) {
             floorOnlyBlocks.put(block.index, floorEntries);
@@ -423,7 +392,7 @@ final class OutcomeIndex {
         blockBytes += block.bytes() - before;
     }
 
-    private void floorEntryRemoved(long sequence, long packed) {
+    void floorEntryRemoved(long sequence, long packed) {
         owners.release(ClientFloor.ownerOf(packed));
         long index = OutcomeBlock.indexOf(sequence);
         if (blocks.containsKey(index) || !floorOnlyBlocks.containsKey(index)) {
@@ -463,7 +432,7 @@ final class OutcomeIndex {
     }
 
     /** Floor entries among a block's 256 sequences, whether or not the block still has them. */
-    private int floorEntriesOf(long index) {
+    int floorEntriesOf(long index) {
         int entries = 0;
         long first = index << OutcomeBlock.SHIFT;
         for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
@@ -474,132 +443,7 @@ final class OutcomeIndex {
         return entries;
     }
 
-    /** The live id of a restored owner id, created on first use (only for outcomes that are adopted). */
-    private int remap(int[] remap, int restoredId, OwnerIds restoredOwners) {
-        if (remap[restoredId] < 0) {
-            remap[restoredId] = owners.idOf(restoredOwners.nameOf(restoredId));
-        }
-        return remap[restoredId];
-    }
-
-    private void mergeInto(OutcomeBlock live, OutcomeBlock staged, int[] remap, OwnerIds restoredOwners) {
-        long before = live.bytes();
-        for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
-            if (!live.has(offset)) {
-                int owner = remap(remap, staged.owner(offset), restoredOwners);
-                owners.retain(owner);
-                live.set(offset, staged.committed(offset), staged.time(offset), owner);
-                blockOutcomes++;
-            }
-        }
-        blockBytes += live.bytes() - before;
-        changes.changed(live.index);
-    }
-
-    private void adoptAsOldest(OutcomeBlock staged) {
-        for (int offset = staged.nextKept(0); offset >= 0; offset = next(staged, offset)) {
-            owners.retain(staged.owner(offset));
-        }
-        blocks.put(staged.index, staged);
-        staged.newer = oldest;
-        if (oldest != null) {
-            oldest.older = staged;
-        } else {
-            newest = staged;
-        }
-        oldest = staged;
-        blockOutcomes += staged.count();
-        blockBytes += staged.bytes();
-    }
-
-    /** Each client's newest decided outcomes, from every block, newest blocks first. */
-    private void rebuildFloor() {
-        Int2ObjectOpenHashMap<NewestPerClient> newestByOwner = new Int2ObjectOpenHashMap<>();
-        // The old entries' owner references are released only once the new floor holds its
-        // own: an owner whose only outcomes are floor entries would otherwise reach zero
-        // references in between, and its id be freed (its name lost) or handed to another owner.
-        IntArrayList formerOwners = new IntArrayList(floor.size());
-        // Floor entries of blocks dropped meanwhile compete with the restored ones.
-        floor.forEach((sequence, packed) -> {
-            formerOwners.add(ClientFloor.ownerOf(packed));
-            if (!blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
-                newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), ignored -> new NewestPerClient(perClient))
-                        .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
-            }
-        });
-        long[] formerlyFloorOnly = floorOnlyBlocks.keySet().toLongArray();
-        floor.clear();
-        floorOnlyBlocks.clear();
-        for (OutcomeBlock block = newest; block != null; block = block.older) {
-            long first = block.firstSequence();
-            for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
-                newestByOwner.computeIfAbsent(block.owner(offset), ignored -> new NewestPerClient(perClient))
-                        .offer(block.time(offset), first + offset, block.committed(offset));
-            }
-        }
-        // Least recently ending clients first, so that the floor cap takes from them.
-        List<Map.Entry<Integer, NewestPerClient>> clients = new ArrayList<>(newestByOwner.int2ObjectEntrySet());
-        clients.sort((a, b) -> Integer.compare(a.getValue().newestTime(), b.getValue().newestTime()));
-        for (Map.Entry<Integer, NewestPerClient> client : clients) {
-            int owner = client.getKey();
-            client.getValue().inOrder((time, sequence, committed) -> {
-                int replaced = floor.add(sequence, owner, time, committed, this::floorEntryRemoved);
-                owners.retain(owner);
-                if (replaced != ClientFloor.ADDED) {
-                    owners.release(replaced);
-                }
-            });
-        }
-        for (int i = 0; i < formerOwners.size(); i++) {
-            owners.release(formerOwners.getInt(i));
-        }
-        for (long index : formerlyFloorOnly) {
-            if (blocks.containsKey(index)) {
-                continue;
-            }
-            int entries = floorEntriesOf(index);
-            if (entries > 0) {
-                floorOnlyBlocks.put(index, entries);
-            } else {
-                changes.changed(index);
-            }
-        }
-    }
-
-    private void touch(OutcomeBlock block) {
-        if (block != newest) {
-            unlink(block);
-            linkNewest(block);
-        }
-    }
-
-    private void linkNewest(OutcomeBlock block) {
-        block.older = newest;
-        block.newer = null;
-        if (newest != null) {
-            newest.newer = block;
-        } else {
-            oldest = block;
-        }
-        newest = block;
-    }
-
-    private void unlink(OutcomeBlock block) {
-        if (block.older != null) {
-            block.older.newer = block.newer;
-        } else {
-            oldest = block.newer;
-        }
-        if (block.newer != null) {
-            block.newer.older = block.older;
-        } else {
-            newest = block.older;
-        }
-        block.older = null;
-        block.newer = null;
-    }
-
-    private static int next(OutcomeBlock block, int offset) {
+    static int next(OutcomeBlock block, int offset) {
         return offset == OutcomeBlock.MASK ? -1 : block.nextKept(offset + 1);
     }
 }

@@ -8,10 +8,8 @@ public final class PreserverStats {
 
     /** State-topic records skipped because they could not be interpreted. */
     public final LongAdder malformedRecords = new LongAdder();
-    /** State-topic writes of outcomes that failed (each is retried by the broker's end-transaction retry). */
+    /** State-topic block writes that failed (each block is written again after its backoff). */
     public final LongAdder recordWriteFailures = new LongAdder();
-    /** Tombstone writes that failed and were scheduled again. */
-    public final LongAdder tombstoneWriteRetries = new LongAdder();
     /** Records read by the last restore, tombstones and skipped ones included. */
     public volatile long restoredRecords;
     /** Duration of the last restore. */
@@ -32,6 +30,6 @@ public final class PreserverStats {
     public final LongAdder stuckRedrives = new LongAdder();
     /** State-topic writers replaced because they could write no more or were wedged. */
     public final LongAdder writerReplacements = new LongAdder();
-    /** Ends refused at once (retryable) because too many were waiting for the state topic. */
+    /** Terminal steps refused at once ("coordinator not found") because too many ends were waiting for the state topic. */
     public final LongAdder endsRefusedWhileWaiting = new LongAdder();
 }

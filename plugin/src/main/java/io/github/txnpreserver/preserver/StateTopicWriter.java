@@ -54,6 +54,9 @@ final class StateTopicWriter {
     private Supplier<CompletableFuture<Void>> releaseCoordinator = () -> CompletableFuture.completedFuture(null);
     private WriterState state = WriterState.WRITING;
     private boolean flushScheduled;
+    /** The scheduled flush, and when it is due (nanos), while {@link #flushScheduled}. */
+    private Scheduler.Cancellable scheduledFlush;
+    private long scheduledFlushNanos;
     private boolean flushInFlight;
     private long attempt;
     /** A replacement waits for the restore's end. */
@@ -97,11 +100,28 @@ final class StateTopicWriter {
 
     /** Changes were made: their blocks go out with the next flush, a group interval from now. */
     void requestFlush() {
-        if (state != WriterState.WRITING || flushScheduled || flushInFlight || !queue.isDirty()) {
+        if (state != WriterState.WRITING || flushInFlight || !queue.isDirty()) {
             return;
         }
+        scheduleFlush(groupCommit);
+    }
+
+    /**
+     * A flush at most {@code delay} from now: one scheduled sooner stands; one scheduled
+     * later (for a block's backoff) is brought forward, so that a block that backs off does
+     * not delay the others' writes.
+     */
+    private void scheduleFlush(Duration delay) {
+        long due = scheduler.nanoTime() + delay.toNanos();
+        if (flushScheduled) {
+            if (scheduledFlushNanos <= due) {
+                return;
+            }
+            scheduledFlush.cancel();
+        }
         flushScheduled = true;
-        scheduler.schedule(this::flush, groupCommit);
+        scheduledFlushNanos = due;
+        scheduledFlush = scheduler.schedule(this::flush, delay);
     }
 
     private void flush() {
@@ -114,8 +134,7 @@ final class StateTopicWriter {
         if (writes.isEmpty()) {
             long retryAt = queue.nextRetryNanos(index::isHeld);
             if (retryAt >= 0) {
-                flushScheduled = true;
-                scheduler.schedule(this::flush, Duration.ofNanos(Math.max(0, retryAt - now)));
+                scheduleFlush(Duration.ofNanos(Math.max(0, retryAt - now)));
             }
             return;
         }
@@ -124,7 +143,12 @@ final class StateTopicWriter {
         for (DurabilityQueue.Write write : writes) {
             sends.add(send(write));
         }
-        stateTopic.flush();
+        try {
+            stateTopic.flush();
+        } catch (RuntimeException e) {
+            log.warn("Coordinator {}: could not flush the writer of state topic {}: {}", coordinatorId, stateTopic,
+                    e.toString());
+        }
         CompletableFuture.allOf(sends.toArray(new CompletableFuture[0])).whenComplete((ignored, error) ->
                 scheduler.execute(() -> flushed(writes, sends, now)));
     }

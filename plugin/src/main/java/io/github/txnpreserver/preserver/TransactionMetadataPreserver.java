@@ -3,7 +3,10 @@ package io.github.txnpreserver.preserver;
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.time.Scheduler;
+import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -63,9 +66,12 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private final StateTopicWriter writer;
     private final CompletableFuture<Void> restored = new CompletableFuture<>();
     private final RateLimitedLog memoryEvictions;
-    private final RateLimitedLog thresholdFailures;
+    private final StateTopicCompaction compaction;
     private final AtomicBoolean evictionQueued = new AtomicBoolean();
     private Restorer restorer;
+    private final List<ParkedLookUp> parkedLookUps = new ArrayList<>();
+    /** Sequences whose outcome from the log could not be kept: their log entries are never released here. */
+    private final LongOpenHashSet notKept = new LongOpenHashSet();
     private boolean closed;
     private volatile long publishedBytes;
     private volatile Long publishedOldestEvictable;
@@ -86,7 +92,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         this.writer = new StateTopicWriter(coordinatorId, stateTopic, scheduler, index, queue, stats, pacing,
                 groupCommit, index::isHolding);
         this.memoryEvictions = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
-        this.thresholdFailures = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.compaction = new StateTopicCompaction(coordinatorId, stateTopic, scheduler, pacing);
         budget.register(this);
     }
 
@@ -168,7 +174,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     public CompletableFuture<Void> closeAsync() {
         CompletableFuture<Void> done = new CompletableFuture<>();
-        scheduler.execute(() -> {
+        boolean queued = scheduler.execute(() -> {
             closed = true;
             if (restorer != null) {
                 restorer.close();
@@ -178,11 +184,17 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             queue.clear();
             restored.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
                     + " closed"));
+            parkedLookUps.forEach(parked -> parked.answer().completeExceptionally(unavailable("closed")));
+            parkedLookUps.clear();
             budget.unregister(this);
             publishedBytes = 0;
             publishedOldestEvictable = null;
             done.complete(null);
         });
+        if (!queued) {
+            // Closed before, its thread shut down.
+            done.complete(null);
+        }
         // The scheduler belongs to whoever made it (the provider shuts it down once closed).
         return done.thenCompose(ignored -> stateTopic.closeAsync());
     }
@@ -229,12 +241,30 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      */
     public void keepFromLog(TxnID txnId, Outcome outcome, String owner, long endMillis) {
         scheduler.execute(() -> {
-            if (!closed) {
-                long sequence = sequenceOf(txnId);
-                index.decide(sequence, outcome == Outcome.COMMITTED, owner, endMillis);
-                index.ended(sequence);
-                changed();
+            if (closed) {
+                return;
             }
+            long sequence = txnId.getLeastSigBits();
+            try {
+                index.decide(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
+                index.ended(sequence);
+            } catch (RuntimeException e) {
+                notKept(sequence, e);
+            }
+            changed();
+        });
+    }
+
+    /**
+     * The outcome of a terminal entry the log still holds could not be kept: its entries are
+     * never released here, so the next owner replays it. The log calls it for an entry it could
+     * not read; the preserver for an outcome it could not keep.
+     */
+    public void notKept(long sequence, Throwable cause) {
+        scheduler.execute(() -> {
+            notKept.add(sequence);
+            log.error("Coordinator {}: could not keep the outcome of transaction {} from the log; its log entries"
+                    + " stay for the next owner's replay", coordinatorId, sequence, cause);
         });
     }
 
@@ -246,7 +276,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      */
     public void afterOutcomeDurable(long sequence, Runnable action) {
         scheduler.execute(() -> {
-            if (!closed) {
+            if (!closed && !notKept.contains(sequence)) {
                 long block = BlockRecordCodec.blockOf(sequence);
                 queue.afterDurable(block, index.isHeld(block), action);
             }
@@ -276,27 +306,27 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
         onThread(answer, () -> {
-            if (!restored.isDone()) {
-                Scheduler.Cancellable giveUp = scheduler.schedule(() -> answer.completeExceptionally(
-                        new PreserverUnavailableException("coordinator " + coordinatorId
-                                + " is still reading its state topic " + stateTopic)), RESTORE_WAIT);
-                restored.whenComplete((done, error) -> {
-                    if (error != null) {
-                        // Closed: answered at once, the thread may be shut down next.
-                        answer.completeExceptionally(new PreserverUnavailableException("coordinator "
-                                + coordinatorId + " closed"));
-                        return;
-                    }
-                    scheduler.execute(() -> {
-                        giveUp.cancel();
-                        answerLookUp(txnId, answer);
-                    });
-                });
+            if (restored.isDone()) {
+                answerLookUp(txnId, answer);
                 return;
             }
-            answerLookUp(txnId, answer);
+            ParkedLookUp[] parked = new ParkedLookUp[1];
+            Scheduler.Cancellable giveUp = scheduler.schedule(() -> {
+                parkedLookUps.remove(parked[0]);
+                answer.completeExceptionally(unavailable("still reading its state topic " + stateTopic));
+            }, RESTORE_WAIT);
+            parked[0] = new ParkedLookUp(txnId, answer, giveUp);
+            parkedLookUps.add(parked[0]);
         });
         return answer;
+    }
+
+    /** A lookup waiting for the restore's end, at most {@link #RESTORE_WAIT}. */
+    private record ParkedLookUp(TxnID txnId, CompletableFuture<KeptOutcome> answer, Scheduler.Cancellable giveUp) {
+    }
+
+    private PreserverUnavailableException unavailable(String why) {
+        return new PreserverUnavailableException("coordinator " + coordinatorId + " " + why);
     }
 
     private void answerLookUp(TxnID txnId, CompletableFuture<KeptOutcome> answer) {
@@ -331,7 +361,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         if (closed) {
             return;
         }
-        index.merge(read, scheduler.millis());
+        try {
+            index.merge(read, scheduler.millis());
+        } catch (RuntimeException e) {
+            // Not retried (it would fail the same way): what was read and not merged is lost from
+            // memory, never from the topic; the coordinator goes on with what it keeps.
+            log.error("Coordinator {}: could not merge what its restore read", coordinatorId, e);
+        }
         queue.holdReleased();
         stats.restoredRecords = records;
         stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - startNanos);
@@ -343,6 +379,11 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 + " ({} malformed records skipped)", coordinatorId, index.size(), records, stats.restoreMillis,
                 stats.malformedRecords.sum());
         restored.complete(null);
+        parkedLookUps.forEach(parked -> {
+            parked.giveUp().cancel();
+            answerLookUp(parked.txnId(), parked.answer());
+        });
+        parkedLookUps.clear();
         writer.restoreDone();
         budget.reclaim();
         paceCompaction();
@@ -358,41 +399,10 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
         });
     }
 
-    /** Sets the state topic's compaction threshold when {@link CompactionPacing} says it no longer fits. */
+    /** Asks for the state topic's compaction threshold when {@link CompactionPacing} says it no longer fits. */
     void paceCompaction() {
-        if (closed || index.isHolding() || writer.state() == WriterState.RELEASING) {
-            return;
-        }
-        CompactionPacing.Request request = pacing.nextRequest(index.keyCount());
-        if (request == null) {
-            return;
-        }
-        CompletableFuture<Boolean> answer;
-        try {
-            answer = stateTopic.setCompactionThreshold(request.bytes());
-        } catch (RuntimeException e) {
-            answer = CompletableFuture.failedFuture(e);
-        }
-        answer.whenComplete((set, error) -> scheduler.execute(() -> thresholdAnswered(request, set, error)));
-    }
-
-    private void thresholdAnswered(CompactionPacing.Request request, Boolean set, Throwable error) {
-        if (error != null) {
-            if (pacing.failed(request)) {
-                thresholdFailures.occurred(1, count -> log.warn("Coordinator {}: could not set the compaction"
-                        + " threshold of state topic {} ({} times in the last {} s; last: {}); asked again later",
-                        coordinatorId, stateTopic, count, REPORT_INTERVAL_SECONDS, error.toString()));
-            }
-        } else if (set) {
-            if (pacing.applied(request)) {
-                log.info("Coordinator {}: state topic {} is compacted once {} MiB of new records have accumulated"
-                        + " ({} records in its compacted view)", coordinatorId, stateTopic, request.bytes() >> 20,
-                        index.keyCount());
-            }
-        } else if (pacing.unsupported(request)) {
-            log.warn("Coordinator {}: state topic {} takes no compaction threshold (topic-level policies are off),"
-                    + " so the broker compacts it every brokerServiceCompactionMonitorIntervalInSeconds it has new"
-                    + " records", coordinatorId, stateTopic);
+        if (!closed && !index.isHolding() && writer.state() != WriterState.RELEASING) {
+            compaction.pace(index.keyCount());
         }
     }
 
@@ -458,7 +468,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     /** Runs {@code task} on this coordinator's thread; a throw or a closed coordinator fails {@code answer}. */
     private void onThread(CompletableFuture<?> answer, Runnable task) {
-        scheduler.execute(() -> {
+        boolean queued = scheduler.execute(() -> {
             if (closed) {
                 answer.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
                         + " closed"));
@@ -470,6 +480,9 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 answer.completeExceptionally(e);
             }
         });
+        if (!queued) {
+            answer.completeExceptionally(unavailable("closed"));
+        }
     }
 
     private long sequenceOf(TxnID txnId) {

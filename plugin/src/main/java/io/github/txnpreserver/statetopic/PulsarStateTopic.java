@@ -69,7 +69,7 @@ public final class PulsarStateTopic implements StateTopic {
     private final long coordinatorId;
     private final Supplier<CompletableFuture<Boolean>> stillOwned;
     /**
-     * Replaced by {@link #reopen} only, on the coordinator's executor; read by every write.
+     * Replaced by {@link #reopen} only, asked from the coordinator's thread; read by every write.
      * Null while the topic is terminated: it is read, then replaced.
      */
     private volatile Producer<byte[]> producer;
@@ -142,7 +142,9 @@ public final class PulsarStateTopic implements StateTopic {
                 .enableBatching(true)
                 .batchingMaxPublishDelay(BATCHING_DELAY_MICROS, TimeUnit.MICROSECONDS)
                 .batchingMaxMessages(1000)
-                .blockIfQueueFull(true)
+                // A full queue fails the send (written again later) instead of blocking the
+                // coordinator's thread, and every commit behind it.
+                .blockIfQueueFull(false)
                 .sendTimeout((int) sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
                 .createAsync();
     }
@@ -170,6 +172,16 @@ public final class PulsarStateTopic implements StateTopic {
                         replacement.closeAsync();
                     }
                 });
+    }
+
+    /**
+     * Fails unless {@code attempt} is still the current one: a fencing producer created for an
+     * attempt given up on would fence the writer a later attempt installed.
+     */
+    private CompletableFuture<Void> stillCurrent(long attempt) {
+        return attempts.get() == attempt ? CompletableFuture.completedFuture(null)
+                : CompletableFuture.failedFuture(new PulsarClientException.AlreadyClosedException("state topic "
+                        + topic + ": writer attempt " + attempt + " was given up on"));
     }
 
     @Override
@@ -265,7 +277,8 @@ public final class PulsarStateTopic implements StateTopic {
                         .handle((ignored, error) -> null);
         return oldClosed
                 .thenCompose(ignored -> createNonPartitioned(admin, topic))
-                .thenCompose(created -> newProducer().thenCompose(producer -> adopt(producer, attempt))
+                .thenCompose(created -> stillCurrent(attempt).thenCompose(current -> newProducer())
+                        .thenCompose(producer -> adopt(producer, attempt))
                         .thenApply(properties -> {
                     // A topic without the writer's mark was created again by someone else.
                     boolean recreated = created || !topicWasMarked;
@@ -311,7 +324,8 @@ public final class PulsarStateTopic implements StateTopic {
                 + " writing every kept outcome into a new one", coordinatorId, topic);
         return admin.topics().deleteAsync(topic, true)
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
-                .thenCompose(created -> newProducer())
+                .thenCompose(created -> stillCurrent(attempt))
+                .thenCompose(current -> newProducer())
                 .thenCompose(producer -> adopt(producer, attempt))
                 .thenApply(properties -> true);
     }
@@ -353,7 +367,10 @@ public final class PulsarStateTopic implements StateTopic {
             return readAll(visitor, readerThread);
         }
         byte[] nonce = UUID.randomUUID().toString().getBytes(StandardCharsets.UTF_8);
+        // Bounded as every write is: a wedged writer fails the read as STUCK, and the restore
+        // asks for a new one, instead of waiting for a writer that waits for the restore.
         return writer.newMessage().key(BARRIER_KEY).value(nonce).sendAsync()
+                .orTimeout(sendTimeout.toMillis() + WEDGED_MARGIN_MILLIS, TimeUnit.MILLISECONDS)
                 .thenCompose(barrier -> newRestoreReader().<Void>thenApplyAsync(reader -> {
                     try {
                         readUntil(reader, barrier, visitor);

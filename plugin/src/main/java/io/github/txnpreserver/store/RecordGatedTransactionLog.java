@@ -155,8 +155,15 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
                 follow(position, entry);
             } catch (RuntimeException e) {
                 // Not ours to stop the coordinator over: the stock replay decides about the entry.
-                log.warn("Coordinator {}: could not take the outcome of transaction log entry {} at {}: {}",
-                        preserver.coordinatorId(), entry.getTxnidLeastBits(), position, e.toString());
+                // A terminal entry whose outcome was not taken keeps its log entries for the next
+                // owner's replay: released now, its outcome would be in neither the log nor the topic.
+                if (isTerminal(entry)) {
+                    terminalEntries.put(position, entry.getTxnidLeastBits());
+                    preserver.notKept(entry.getTxnidLeastBits(), e);
+                } else {
+                    log.warn("Coordinator {}: could not follow transaction log entry {} at {}: {}",
+                            preserver.coordinatorId(), entry.getTxnidLeastBits(), position, e.toString());
+                }
             }
             stock.handleMetadataEntry(position, entry);
         }
@@ -179,7 +186,8 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
                     replayed.status = entry.getNewStatus();
                     if (isTerminal(entry)) {
                         live.remove(sequence);
-                        // Noted first: should keeping fail, the release still waits for the next write.
+                        // Noted first: the release waits for the outcome's record (or, if keeping it
+                        // fails, for ever: the next owner replays it).
                         terminalEntries.put(position, sequence);
                         preserver.keepFromLog(new TxnID(entry.getTxnidMostBits(), sequence),
                                 Outcome.of(entry.getNewStatus()), replayed.owner, entry.getLastModificationTime());

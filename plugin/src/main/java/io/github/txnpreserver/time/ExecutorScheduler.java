@@ -3,10 +3,10 @@ package io.github.txnpreserver.time;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.Executor;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,11 +24,16 @@ public final class ExecutorScheduler implements Scheduler {
 
     public ExecutorScheduler(String threadName, Clock clock) {
         this.clock = clock;
-        this.executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
+        ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, runnable -> {
             Thread thread = new Thread(runnable, threadName);
             thread.setDaemon(true);
             return thread;
         });
+        // Once shut down, delayed tasks (expiry checks, backoffs) are dropped with the coordinator.
+        pool.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+        pool.setContinueExistingPeriodicTasksAfterShutdownPolicy(false);
+        pool.setRemoveOnCancelPolicy(true);
+        this.executor = pool;
     }
 
     @Override
@@ -42,11 +47,13 @@ public final class ExecutorScheduler implements Scheduler {
     }
 
     @Override
-    public void execute(Runnable task) {
+    public boolean execute(Runnable task) {
         try {
             executor.execute(() -> runSafely(task));
+            return true;
         } catch (RejectedExecutionException shutDown) {
             log.debug("Task dropped: scheduler shut down");
+            return false;
         }
     }
 
@@ -79,7 +86,7 @@ public final class ExecutorScheduler implements Scheduler {
     private static void runSafely(Runnable task) {
         try {
             task.run();
-        } catch (RuntimeException | Error e) {
+        } catch (RuntimeException e) {
             log.error("Preserver task failed", e);
         }
     }

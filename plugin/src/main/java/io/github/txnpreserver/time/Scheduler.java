@@ -21,8 +21,12 @@ public interface Scheduler {
     /** Monotonic time, for delays and durations. */
     long nanoTime();
 
-    /** Runs {@code task} on the owning thread, after the tasks queued before it. Dropped once shut down. */
-    void execute(Runnable task);
+    /**
+     * Runs {@code task} on the owning thread, after the tasks queued before it.
+     *
+     * @return false if the scheduler is shut down: the task will never run
+     */
+    boolean execute(Runnable task);
 
     /** Runs {@code task} on the owning thread once {@code delay} has passed. Dropped once shut down. */
     Cancellable schedule(Runnable task, Duration delay);
@@ -33,7 +37,10 @@ public interface Scheduler {
      */
     Executor blockingExecutor(String threadName);
 
-    /** Runs queued tasks no more; tasks handed over later are dropped. */
+    /**
+     * Tasks already queued to run now still run; delayed tasks and tasks handed over later are
+     * dropped.
+     */
     void shutdown();
 
     /** A scheduled task that has not run yet. */

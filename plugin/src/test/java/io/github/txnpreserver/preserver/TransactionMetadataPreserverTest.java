@@ -720,6 +720,23 @@ class TransactionMetadataPreserverTest {
             assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
         }
         /**
+         * Review of the one-owner design, L1: an outcome from the log that could not be kept
+         * (here a transaction of another coordinator) left nothing to wait for, so the log's
+         * release ran at once and the outcome was in neither the log nor the topic. Now its
+         * entries are never released here: the next owner replays them.
+         */
+        @Test
+        void anOutcomeFromTheLogThatCannotBeKeptKeepsItsLogEntries() {
+            CompletableFuture<Void> released = new CompletableFuture<>();
+            preserver.keepFromLog(new TxnID(TC + 1, 5), Outcome.COMMITTED, "alice", NOW);
+            preserver.afterOutcomeDurable(5, () -> released.complete(null));
+
+            letScheduledWorkRun(preserver, 10_000);
+
+            assertThat(released).isNotDone();
+        }
+
+        /**
          * Review of 22cce46, finding 4: a lookup parked on a restore that does not end waited
          * without bound, and failed with IllegalStateException (an unknown, non-retryable error
          * to the client) when the coordinator closed. Now it is answered "unavailable" after

@@ -26,6 +26,7 @@ import org.apache.pulsar.transaction.coordinator.TransactionMetadataStore;
 import org.apache.pulsar.transaction.coordinator.TransactionSubscription;
 import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
 import org.awaitility.Awaitility;
 
@@ -45,6 +46,7 @@ public final class CoordinatorHarness implements AutoCloseable {
     public static final long START_MILLIS = 1_700_000_000_000L;
 
     private final PreserverConfig config;
+    private final StoreFactory storeFactory;
     private final CallLog callLog = new CallLog();
     private final MutableClock clock = new MutableClock(START_MILLIS);
     private final InMemoryTransactionLog transactionLog = new InMemoryTransactionLog(callLog);
@@ -59,8 +61,19 @@ public final class CoordinatorHarness implements AutoCloseable {
     private ManualScheduler scheduler;
     private PreservingTransactionMetadataStore store;
 
-    private CoordinatorHarness(PreserverConfig config) {
+    /** Makes the coordinator's store (the constructor's arguments): the plugin's own, or a test's subclass of it. */
+    @FunctionalInterface
+    public interface StoreFactory {
+        PreservingTransactionMetadataStore create(TransactionCoordinatorID tcId, MLTransactionLogImpl transactionLog,
+                                                  TransactionTimeoutTracker timeoutTracker,
+                                                  MLTransactionSequenceIdGenerator sequenceIdGenerator,
+                                                  long maxActiveTransactionsPerCoordinator,
+                                                  TransactionMetadataPreserver preserver, Runnable onClosed);
+    }
+
+    private CoordinatorHarness(PreserverConfig config, StoreFactory storeFactory) {
         this.config = config;
+        this.storeFactory = storeFactory;
         when(markers.commitTxnOnTopic(anyString(), anyLong(), anyLong(), anyLong()))
                 .thenAnswer(call -> marker("COMMIT", call.getArgument(0), call.getArgument(1), call.getArgument(2)));
         when(markers.abortTxnOnTopic(anyString(), anyLong(), anyLong(), anyLong()))
@@ -80,7 +93,12 @@ public final class CoordinatorHarness implements AutoCloseable {
     }
 
     public static CoordinatorHarness start(PreserverConfig config) {
-        CoordinatorHarness harness = new CoordinatorHarness(config);
+        return start(config, PreservingTransactionMetadataStore::new);
+    }
+
+    /** A coordinator whose store {@code storeFactory} makes (at every opening). */
+    public static CoordinatorHarness start(PreserverConfig config, StoreFactory storeFactory) {
+        CoordinatorHarness harness = new CoordinatorHarness(config, storeFactory);
         harness.openCoordinator();
         Futures.await(harness.preserver().restored());
         return harness;
@@ -283,7 +301,7 @@ public final class CoordinatorHarness implements AutoCloseable {
         });
         TransactionRecoverTrackerImpl recoverTracker = new TransactionRecoverTrackerImpl(service, timeoutTracker,
                 TC_ID);
-        store = (PreservingTransactionMetadataStore) new PreservingTransactionMetadataStore(tcId,
+        store = (PreservingTransactionMetadataStore) storeFactory.create(tcId,
                 transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver, thread::shutdown).init(recoverTracker).join();
         registerInService(tcId, store);
         recoverTracker.handleCommittingAndAbortingTransaction();

@@ -12,7 +12,7 @@ import org.apache.pulsar.common.util.FutureUtil;
 /** Waiting on futures in tests, with a bound so that a hang fails instead of stalling the build. */
 public final class Futures {
 
-    private static final long WAIT_SECONDS = 20;
+    private static final long WAIT_SECONDS = 5;
 
     private Futures() {
     }

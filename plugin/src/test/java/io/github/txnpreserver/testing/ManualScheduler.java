@@ -92,10 +92,11 @@ public final class ManualScheduler implements Scheduler {
     }
 
     @Override
-    public synchronized void execute(Runnable task) {
+    public synchronized boolean execute(Runnable task) {
         if (!shutDown) {
             queue.add(new Task(nanos, task));
         }
+        return !shutDown;
     }
 
     @Override

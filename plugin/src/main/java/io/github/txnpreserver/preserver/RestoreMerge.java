@@ -1,0 +1,144 @@
+package io.github.txnpreserver.preserver;
+
+import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.ints.IntArrayList;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The one merge of a restore into an {@link OutcomeIndex}, on the coordinator's thread:
+ * blocks read are adopted as the oldest, or joined to the block this coordinator wrote
+ * meanwhile (whose outcomes win: they are newer, and an outcome never changes); owner ids of
+ * the read are mapped to the index's only for the outcomes adopted; then the floor is rebuilt
+ * from every block, each client's newest first.
+ */
+final class RestoreMerge {
+
+    private final OutcomeIndex index;
+
+    RestoreMerge(OutcomeIndex index) {
+        this.index = index;
+    }
+
+    /** @param through stored end times at or before this are expired */
+    void merge(RestoredBlocks restored, int through) {
+        OutcomeBlock[] newestFirst = restored.blocks().values().toArray(new OutcomeBlock[0]);
+        Arrays.sort(newestFirst, (a, b) -> Integer.compare(b.maxTime(), a.maxTime()));
+        int[] remap = new int[restored.owners().highestId() + 1];
+        Arrays.fill(remap, -1);
+        for (OutcomeBlock staged : newestFirst) {
+            if (!index.blocks.containsKey(staged.index) && index.floorOnlyBlocks.containsKey(staged.index)) {
+                // Dropped by the memory bound while the restore read (held index.blocks are not), so
+                // written by this coordinator, whose index.floor entries and record are newer than a
+                // copy a second read may have found.
+                continue;
+            }
+            if (staged.count() == 0 || staged.maxTime() <= through) {
+                if (!index.blocks.containsKey(staged.index)) {
+                    index.changes.changed(staged.index);
+                }
+                continue;
+            }
+            OutcomeBlock live = index.blocks.get(staged.index);
+            if (live == null) {
+                for (int offset = staged.nextKept(0); offset >= 0; offset = OutcomeIndex.next(staged, offset)) {
+                    remap(remap, staged.owner(offset), restored.owners());
+                }
+                staged.remapOwners(remap);
+                adoptAsOldest(staged);
+            } else {
+                mergeInto(live, staged, remap, restored.owners());
+            }
+        }
+        rebuildFloor();
+    }
+
+    /** The live id of a restored owner id, created on first use (only for outcomes that are adopted). */
+    private int remap(int[] remap, int restoredId, OwnerIds restoredOwners) {
+        if (remap[restoredId] < 0) {
+            remap[restoredId] = index.owners.idOf(restoredOwners.nameOf(restoredId));
+        }
+        return remap[restoredId];
+    }
+
+    private void mergeInto(OutcomeBlock live, OutcomeBlock staged, int[] remap, OwnerIds restoredOwners) {
+        long before = live.bytes();
+        for (int offset = staged.nextKept(0); offset >= 0; offset = OutcomeIndex.next(staged, offset)) {
+            if (!live.has(offset)) {
+                int owner = remap(remap, staged.owner(offset), restoredOwners);
+                index.owners.retain(owner);
+                live.set(offset, staged.committed(offset), staged.time(offset), owner);
+                index.blockOutcomes++;
+            }
+        }
+        index.blockBytes += live.bytes() - before;
+        index.changes.changed(live.index);
+    }
+
+    private void adoptAsOldest(OutcomeBlock staged) {
+        for (int offset = staged.nextKept(0); offset >= 0; offset = OutcomeIndex.next(staged, offset)) {
+            index.owners.retain(staged.owner(offset));
+        }
+        index.blocks.put(staged.index, staged);
+        index.byAge.linkOldest(staged);
+        index.blockOutcomes += staged.count();
+        index.blockBytes += staged.bytes();
+    }
+
+    /** Each client's newest decided outcomes, from every block, newest index.blocks first. */
+    private void rebuildFloor() {
+        Int2ObjectOpenHashMap<NewestPerClient> newestByOwner = new Int2ObjectOpenHashMap<>();
+        // The old entries' owner references are released only once the new index.floor holds its
+        // own: an owner whose only outcomes are index.floor entries would otherwise reach zero
+        // references in between, and its id be freed (its name lost) or handed to another owner.
+        IntArrayList formerOwners = new IntArrayList(index.floor.size());
+        // Floor entries of index.blocks dropped meanwhile compete with the restored ones.
+        index.floor.forEach((sequence, packed) -> {
+            formerOwners.add(ClientFloor.ownerOf(packed));
+            if (!index.blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
+                newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), ignored -> new NewestPerClient(index.perClient))
+                        .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
+            }
+        });
+        long[] formerlyFloorOnly = index.floorOnlyBlocks.keySet().toLongArray();
+        index.floor.clear();
+        index.floorOnlyBlocks.clear();
+        for (OutcomeBlock block = index.byAge.newest(); block != null; block = block.older) {
+            long first = block.firstSequence();
+            for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
+                newestByOwner.computeIfAbsent(block.owner(offset), ignored -> new NewestPerClient(index.perClient))
+                        .offer(block.time(offset), first + offset, block.committed(offset));
+            }
+        }
+        // Least recently ending clients first, so that the index.floor cap takes from them.
+        List<Map.Entry<Integer, NewestPerClient>> clients = new ArrayList<>(newestByOwner.int2ObjectEntrySet());
+        clients.sort((a, b) -> Integer.compare(a.getValue().newestTime(), b.getValue().newestTime()));
+        for (Map.Entry<Integer, NewestPerClient> client : clients) {
+            int owner = client.getKey();
+            client.getValue().inOrder((time, sequence, committed) -> {
+                int replaced = index.floor.add(sequence, owner, time, committed, index::floorEntryRemoved);
+                index.owners.retain(owner);
+                if (replaced != ClientFloor.ADDED) {
+                    index.owners.release(replaced);
+                }
+            });
+        }
+        for (int i = 0; i < formerOwners.size(); i++) {
+            index.owners.release(formerOwners.getInt(i));
+        }
+        for (long block : formerlyFloorOnly) {
+            if (index.blocks.containsKey(block)) {
+                continue;
+            }
+            int entries = index.floorEntriesOf(block);
+            if (entries > 0) {
+                index.floorOnlyBlocks.put(block, entries);
+            } else {
+                index.changes.changed(block);
+            }
+        }
+    }
+
+}
