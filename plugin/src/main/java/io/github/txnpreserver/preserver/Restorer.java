@@ -33,13 +33,10 @@ final class Restorer {
 
     enum Phase { READING, WAITING, DONE, CLOSED }
 
-    /** What the coordinator does with a finished read, and with a read that says the writer is gone. */
-    interface Outcomes {
+    /** What the coordinator does with a read that succeeded: one merge. */
+    @FunctionalInterface
+    interface ReadDone {
         void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long startNanos);
-
-        void writerFenced(Throwable cause);
-
-        void writerLost(Throwable cause);
     }
 
     private final long coordinatorId;
@@ -47,7 +44,8 @@ final class Restorer {
     private final Scheduler scheduler;
     private final PreserverStats stats;
     private final LongSupplier highestSequence;
-    private final Outcomes outcomes;
+    private final StateTopicWriter writer;
+    private final ReadDone done;
     private Phase phase = Phase.WAITING;
     private Duration retryDelay = FIRST_RETRY_DELAY;
 
@@ -56,13 +54,14 @@ final class Restorer {
      *     block past it cannot be this coordinator's
      */
     Restorer(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, PreserverStats stats,
-             LongSupplier highestSequence, Outcomes outcomes) {
+             LongSupplier highestSequence, StateTopicWriter writer, ReadDone done) {
         this.coordinatorId = coordinatorId;
         this.stateTopic = stateTopic;
         this.scheduler = scheduler;
         this.stats = stats;
         this.highestSequence = highestSequence;
-        this.outcomes = outcomes;
+        this.writer = writer;
+        this.done = done;
     }
 
     Phase phase() {
@@ -101,7 +100,7 @@ final class Restorer {
             phase = Phase.DONE;
             // Counted once, for the read that is kept (a failed read is read again whole).
             stats.malformedRecords.add(collector.malformed);
-            outcomes.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
+            done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
                     startNanos);
             return;
         }
@@ -111,11 +110,12 @@ final class Restorer {
                 FutureUtil.unwrapCompletionException(error).toString());
         StateTopic.WriteFailure kind = stateTopic.classify(error);
         if (kind == StateTopic.WriteFailure.FENCED) {
-            outcomes.writerFenced(error);
+            writer.release(error);
             return;
         }
         if (kind != StateTopic.WriteFailure.TRANSIENT) {
-            outcomes.writerLost(error);
+            // The real topic's read writes a barrier with the writer: it needs one now.
+            writer.lostDuringRestore(error);
         }
         scheduler.schedule(this::read, retryDelay);
         retryDelay = retryDelay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY

@@ -5,11 +5,8 @@ import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.time.Scheduler;
 import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -32,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * new transactions; a lookup of a transaction that is not live waits for the restore's end,
  * at most {@link #RESTORE_WAIT}, then is answered "unavailable" (retryable).
  */
-public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.Member {
+public final class TransactionMetadataPreserver {
 
     private static final Logger log = LoggerFactory.getLogger(TransactionMetadataPreserver.class);
     /**
@@ -52,7 +49,6 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     public static final Duration RESTORE_WAIT = Duration.ofSeconds(20);
     static final Duration TOPIC_CHECK_INTERVAL = Duration.ofSeconds(5);
     static final Duration FIGURES_INTERVAL = Duration.ofSeconds(1);
-    private static final long REPORT_INTERVAL_SECONDS = 60;
 
     private final long coordinatorId;
     private final PreserverConfig config;
@@ -65,16 +61,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     private final CompactionPacing pacing = new CompactionPacing();
     private final StateTopicWriter writer;
     private final CompletableFuture<Void> restored = new CompletableFuture<>();
-    private final RateLimitedLog memoryEvictions;
+    private final MemoryShare memory;
     private final StateTopicCompaction compaction;
-    private final AtomicBoolean evictionQueued = new AtomicBoolean();
     private Restorer restorer;
-    private final List<ParkedLookUp> parkedLookUps = new ArrayList<>();
+    private final LookUps lookUps;
     /** Sequences whose outcome from the log could not be kept: their log entries are never released here. */
     private final LongOpenHashSet notKept = new LongOpenHashSet();
     private boolean closed;
-    private volatile long publishedBytes;
-    private volatile Long publishedOldestEvictable;
     private volatile PreserverFigures figures = PreserverFigures.NONE;
 
     /**
@@ -91,9 +84,9 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 config.persistTime().toMillis(), queue::changed);
         this.writer = new StateTopicWriter(coordinatorId, stateTopic, scheduler, index, queue, stats, pacing,
                 groupCommit, index::isHolding);
-        this.memoryEvictions = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.memory = new MemoryShare(coordinatorId, index, scheduler, budget, this::changed);
         this.compaction = new StateTopicCompaction(coordinatorId, stateTopic, scheduler, pacing);
-        budget.register(this);
+        this.lookUps = new LookUps(coordinatorId, index, scheduler, stats, RESTORE_WAIT);
     }
 
     // ---- opening and closing
@@ -111,24 +104,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 return;
             }
             index.hold(highestSequence.getAsLong());
-            restorer = new Restorer(coordinatorId, stateTopic, scheduler, stats, highestSequence,
-                    new Restorer.Outcomes() {
-                        @Override
-                        public void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes,
-                                         long startNanos) {
-                            finishRestore(blocks, records, blockRecords, blockBytes, startNanos);
-                        }
-
-                        @Override
-                        public void writerFenced(Throwable cause) {
-                            writer.release(cause);
-                        }
-
-                        @Override
-                        public void writerLost(Throwable cause) {
-                            writer.lostDuringRestore(cause);
-                        }
-                    });
+            restorer = new Restorer(coordinatorId, stateTopic, scheduler, stats, highestSequence, writer,
+                    this::finishRestore);
             restorer.read();
         });
         return restored;
@@ -184,11 +161,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             queue.clear();
             restored.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
                     + " closed"));
-            parkedLookUps.forEach(parked -> parked.answer().completeExceptionally(unavailable("closed")));
-            parkedLookUps.clear();
-            budget.unregister(this);
-            publishedBytes = 0;
-            publishedOldestEvictable = null;
+            lookUps.close();
+            memory.close();
             done.complete(null);
         });
         if (!queued) {
@@ -249,7 +223,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 index.decide(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
                 index.ended(sequence);
             } catch (RuntimeException e) {
-                notKept(sequence, e);
+                // Noted in this task: the log's release of its entries is queued behind it.
+                markNotKept(sequence, e);
             }
             changed();
         });
@@ -261,11 +236,13 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      * not read; the preserver for an outcome it could not keep.
      */
     public void notKept(long sequence, Throwable cause) {
-        scheduler.execute(() -> {
-            notKept.add(sequence);
-            log.error("Coordinator {}: could not keep the outcome of transaction {} from the log; its log entries"
-                    + " stay for the next owner's replay", coordinatorId, sequence, cause);
-        });
+        scheduler.execute(() -> markNotKept(sequence, cause));
+    }
+
+    private void markNotKept(long sequence, Throwable cause) {
+        notKept.add(sequence);
+        log.error("Coordinator {}: could not keep the outcome of transaction {} from the log; its log entries stay"
+                + " for the next owner's replay", coordinatorId, sequence, cause);
     }
 
     /**
@@ -305,53 +282,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
      */
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
-        onThread(answer, () -> {
-            if (restored.isDone()) {
-                answerLookUp(txnId, answer);
-                return;
-            }
-            ParkedLookUp[] parked = new ParkedLookUp[1];
-            Scheduler.Cancellable giveUp = scheduler.schedule(() -> {
-                parkedLookUps.remove(parked[0]);
-                answer.completeExceptionally(unavailable("still reading its state topic " + stateTopic));
-            }, RESTORE_WAIT);
-            parked[0] = new ParkedLookUp(txnId, answer, giveUp);
-            parkedLookUps.add(parked[0]);
-        });
+        onThread(answer, () -> lookUps.lookUp(txnId, answer));
         return answer;
-    }
-
-    /** A lookup waiting for the restore's end, at most {@link #RESTORE_WAIT}. */
-    private record ParkedLookUp(TxnID txnId, CompletableFuture<KeptOutcome> answer, Scheduler.Cancellable giveUp) {
-    }
-
-    private PreserverUnavailableException unavailable(String why) {
-        return new PreserverUnavailableException("coordinator " + coordinatorId + " " + why);
-    }
-
-    private void answerLookUp(TxnID txnId, CompletableFuture<KeptOutcome> answer) {
-        if (closed || restored.isCompletedExceptionally()) {
-            answer.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
-                    + " closed"));
-            return;
-        }
-        KeptOutcome kept = find(txnId);
-        if (kept != null) {
-            stats.keptLookups.increment();
-        }
-        answer.complete(kept);
-    }
-
-    private KeptOutcome find(TxnID txnId) {
-        if (txnId.getMostSigBits() != coordinatorId || txnId.getLeastSigBits() < 0) {
-            return null;
-        }
-        long packed = index.find(txnId.getLeastSigBits(), -1);
-        if (packed == -1) {
-            return null;
-        }
-        return new KeptOutcome(txnId, ClientFloor.committedOf(packed) ? Outcome.COMMITTED : Outcome.ABORTED,
-                index.ownerName(ClientFloor.ownerOf(packed)), OutcomeIndex.millisOf(ClientFloor.timeOf(packed)));
     }
 
     // ---- restore, expiry, pacing
@@ -379,11 +311,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
                 + " ({} malformed records skipped)", coordinatorId, index.size(), records, stats.restoreMillis,
                 stats.malformedRecords.sum());
         restored.complete(null);
-        parkedLookUps.forEach(parked -> {
-            parked.giveUp().cancel();
-            answerLookUp(parked.txnId(), parked.answer());
-        });
-        parkedLookUps.clear();
+        lookUps.restoreDone();
         writer.restoreDone();
         budget.reclaim();
         paceCompaction();
@@ -413,37 +341,14 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
 
     // ---- the memory bound
 
-    @Override
+    /** Heap bytes of the kept outcomes, as last published. */
     public long keptBytes() {
-        return publishedBytes;
+        return memory.keptBytes();
     }
 
-    @Override
-    public Long oldestEvictableMillis() {
-        return publishedOldestEvictable;
-    }
-
-    @Override
+    /** Asks this coordinator to drop its oldest droppable block, on its thread. */
     public void evictOldestForMemory() {
-        if (evictionQueued.compareAndSet(false, true)) {
-            scheduler.execute(this::evictForMemory);
-        }
-    }
-
-    private void evictForMemory() {
-        evictionQueued.set(false);
-        if (closed) {
-            return;
-        }
-        int dropped = index.evictOldest();
-        if (dropped > 0) {
-            memoryEvictions.occurred(dropped, count -> log.warn("Coordinator {}: the memory bound of {} MiB dropped"
-                    + " {} kept outcomes in the last {} s before their time-to-live; retries of transactions that"
-                    + " ended more than {} s ago may now get TransactionNotFound", coordinatorId,
-                    budget.limitBytes() >> 20, count, REPORT_INTERVAL_SECONDS,
-                    index.windowMillis(scheduler.millis()) / 1000));
-        }
-        changed();
+        memory.evictOldestForMemory();
     }
 
     // ---- on the coordinator's thread
@@ -456,8 +361,7 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
     }
 
     private void publish() {
-        publishedBytes = index.bytes();
-        publishedOldestEvictable = index.oldestEvictableMillis();
+        memory.publish();
     }
 
     void publishFigures() {
@@ -481,7 +385,8 @@ public final class TransactionMetadataPreserver implements OutcomeMemoryBudget.M
             }
         });
         if (!queued) {
-            answer.completeExceptionally(unavailable("closed"));
+            answer.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
+                    + " closed"));
         }
     }
 

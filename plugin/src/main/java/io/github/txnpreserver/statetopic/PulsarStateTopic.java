@@ -12,13 +12,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.admin.PulsarAdminException;
-import org.apache.pulsar.client.api.Message;
-import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.ProducerAccessMode;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
-import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.common.util.FutureUtil;
 import org.slf4j.Logger;
@@ -49,8 +46,6 @@ public final class PulsarStateTopic implements StateTopic {
     /** Reserved key of the restore barrier; not a block key. */
     static final String BARRIER_KEY = "restore-barrier";
     private static final long BATCHING_DELAY_MICROS = 1000;
-    private static final int RESTORE_RECEIVER_QUEUE = 10_000;
-    private static final int RESTORE_READ_TIMEOUT_SECONDS = 60;
     /**
      * A property of the topic (kept in its managed ledger) that the writer sets: a topic
      * that lacks it was created again by a reconnecting producer after a deletion.
@@ -77,6 +72,7 @@ public final class PulsarStateTopic implements StateTopic {
     private volatile String ownEpoch;
     private volatile boolean closed;
     private final boolean topicPoliciesOn;
+    private final CompactedViewReader reads;
     /**
      * The current writer attempt: the open is 0, each {@link #reopen} the next. A producer is
      * adopted only by the attempt that is still current, so a replacement that answers after
@@ -93,6 +89,7 @@ public final class PulsarStateTopic implements StateTopic {
         this.sendTimeout = sendTimeout;
         this.stillOwned = stillOwned;
         this.topicPoliciesOn = topicPoliciesOn;
+        this.reads = new CompactedViewReader(client, topic, () -> closed);
     }
 
     public static String topicName(long coordinatorId) {
@@ -364,55 +361,17 @@ public final class PulsarStateTopic implements StateTopic {
     public CompletableFuture<Void> readToEnd(Visitor visitor, Executor readerThread) {
         Producer<byte[]> writer = producer;
         if (writer == null) {
-            return readAll(visitor, readerThread);
+            return reads.readAll(visitor, readerThread);
         }
         byte[] nonce = UUID.randomUUID().toString().getBytes(StandardCharsets.UTF_8);
         // Bounded as every write is: a wedged writer fails the read as STUCK, and the restore
         // asks for a new one, instead of waiting for a writer that waits for the restore.
         return writer.newMessage().key(BARRIER_KEY).value(nonce).sendAsync()
                 .orTimeout(sendTimeout.toMillis() + WEDGED_MARGIN_MILLIS, TimeUnit.MILLISECONDS)
-                .thenCompose(barrier -> newRestoreReader().<Void>thenApplyAsync(reader -> {
-                    try {
-                        readUntil(reader, barrier, visitor);
-                        return null;
-                    } finally {
-                        reader.closeAsync();
-                    }
-                }, readerThread))
+                .thenCompose(barrier -> reads.readUntil(barrier, visitor, readerThread))
                 .exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)
                         instanceof PulsarClientException.TopicTerminatedException
-                        ? readAll(visitor, readerThread) : CompletableFuture.failedFuture(error));
-    }
-
-    private CompletableFuture<Reader<byte[]>> newRestoreReader() {
-        return client.newReader(Schema.BYTES)
-                .topic(topic)
-                .startMessageId(MessageId.earliest)
-                .readCompacted(true)
-                // Restore reads a whole topic at once: fewer, larger flow permits.
-                .receiverQueueSize(RESTORE_RECEIVER_QUEUE)
-                .createAsync();
-    }
-
-    /** A terminated topic takes no barrier, and nothing is written to it any more: read what it has. */
-    private CompletableFuture<Void> readAll(Visitor visitor, Executor readerThread) {
-        return newRestoreReader().<Void>thenApplyAsync(reader -> {
-            try {
-                while (!closed && reader.hasMessageAvailable()) {
-                    Message<byte[]> message = reader.readNext(RESTORE_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-                    if (message == null) {
-                        throw new IllegalStateException("No state-topic record within " + RESTORE_READ_TIMEOUT_SECONDS
-                                + " s in terminated topic " + topic);
-                    }
-                    handOver(message, visitor);
-                }
-                return null;
-            } catch (PulsarClientException e) {
-                throw new CompletionException(e);
-            } finally {
-                reader.closeAsync();
-            }
-        }, readerThread);
+                        ? reads.readAll(visitor, readerThread) : CompletableFuture.failedFuture(error));
     }
 
     @Override
@@ -425,38 +384,6 @@ public final class PulsarStateTopic implements StateTopic {
     @Override
     public String toString() {
         return topic;
-    }
-
-    /**
-     * Reads with blocking calls, on the restoring coordinator's own thread: a blocking read
-     * takes a queued message directly, while every asynchronous read is handed to the
-     * client's executor and back, which was half the time of a million-record restore.
-     */
-    private void readUntil(Reader<byte[]> reader, MessageId barrier, Visitor visitor) {
-        try {
-            while (!closed) {
-                Message<byte[]> message = reader.readNext(RESTORE_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-                if (message == null) {
-                    throw new IllegalStateException("No state-topic record within " + RESTORE_READ_TIMEOUT_SECONDS
-                            + " s before the restore barrier " + barrier);
-                }
-                if (message.getMessageId().compareTo(barrier) >= 0) {
-                    return;
-                }
-                handOver(message, visitor);
-            }
-            throw new CompletionException(new PulsarClientException.AlreadyClosedException("state topic " + topic
-                    + " closed during the restore"));
-        } catch (PulsarClientException e) {
-            throw new CompletionException(e);
-        }
-    }
-
-    private static void handOver(Message<byte[]> message, Visitor visitor) {
-        if (BARRIER_KEY.equals(message.getKey())) {
-            return;
-        }
-        visitor.accept(message.hasKey() ? message.getKey() : null, message.getData());
     }
 
     /** Completes with true if the topic was created, false if it existed (non-partitioned). */

@@ -1,0 +1,94 @@
+package io.github.txnpreserver.preserver;
+
+import io.github.txnpreserver.time.Scheduler;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pulsar.client.api.transaction.TxnID;
+
+/**
+ * Answers "what was the outcome of transaction X" from a coordinator's {@link OutcomeIndex}.
+ * While the coordinator's restore reads, an outcome may be in what is not read yet: a
+ * lookup then waits for the restore's end, at most {@code restoreWait}, and is answered
+ * "unavailable" (retryable) if it does not come, or if the coordinator closes.
+ *
+ * <p>Confined to the coordinator's thread.
+ */
+final class LookUps {
+
+    /** A lookup waiting for the restore's end. */
+    private record Parked(TxnID txnId, CompletableFuture<KeptOutcome> answer, Scheduler.Cancellable giveUp) {
+    }
+
+    private final long coordinatorId;
+    private final OutcomeIndex index;
+    private final Scheduler scheduler;
+    private final PreserverStats stats;
+    private final Duration restoreWait;
+    private final List<Parked> parked = new ArrayList<>();
+    private boolean restored;
+
+    LookUps(long coordinatorId, OutcomeIndex index, Scheduler scheduler, PreserverStats stats, Duration restoreWait) {
+        this.coordinatorId = coordinatorId;
+        this.index = index;
+        this.scheduler = scheduler;
+        this.stats = stats;
+        this.restoreWait = restoreWait;
+    }
+
+    /** Answers now, or once the restore is done; counted as a lookup when found. */
+    void lookUp(TxnID txnId, CompletableFuture<KeptOutcome> answer) {
+        if (restored) {
+            answer(txnId, answer);
+            return;
+        }
+        Parked[] mine = new Parked[1];
+        Scheduler.Cancellable giveUp = scheduler.schedule(() -> {
+            parked.remove(mine[0]);
+            answer.completeExceptionally(unavailable("is still reading its state topic"));
+        }, restoreWait);
+        mine[0] = new Parked(txnId, answer, giveUp);
+        parked.add(mine[0]);
+    }
+
+    /** The restore is done: the lookups waiting for it are answered. */
+    void restoreDone() {
+        restored = true;
+        parked.forEach(waiting -> {
+            waiting.giveUp().cancel();
+            answer(waiting.txnId(), waiting.answer());
+        });
+        parked.clear();
+    }
+
+    /** The coordinator closed: the lookups waiting are answered "unavailable". */
+    void close() {
+        parked.forEach(waiting -> waiting.answer().completeExceptionally(unavailable("closed")));
+        parked.clear();
+    }
+
+    private void answer(TxnID txnId, CompletableFuture<KeptOutcome> answer) {
+        KeptOutcome kept = find(txnId);
+        if (kept != null) {
+            stats.keptLookups.increment();
+        }
+        answer.complete(kept);
+    }
+
+    private KeptOutcome find(TxnID txnId) {
+        if (txnId.getMostSigBits() != coordinatorId || txnId.getLeastSigBits() < 0) {
+            return null;
+        }
+        long packed = index.find(txnId.getLeastSigBits(), -1);
+        if (packed == -1) {
+            return null;
+        }
+        return new KeptOutcome(txnId, ClientFloor.committedOf(packed) ? Outcome.COMMITTED : Outcome.ABORTED,
+                index.ownerName(ClientFloor.ownerOf(packed)), OutcomeIndex.millisOf(ClientFloor.timeOf(packed)));
+    }
+
+    private PreserverUnavailableException unavailable(String why) {
+        return new PreserverUnavailableException("coordinator " + coordinatorId + " " + why);
+    }
+}

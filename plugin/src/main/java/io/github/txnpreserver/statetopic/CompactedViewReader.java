@@ -1,0 +1,100 @@
+package io.github.txnpreserver.statetopic;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.client.api.Reader;
+import org.apache.pulsar.client.api.Schema;
+
+/**
+ * Reads a state topic's compacted view for a restore, with blocking calls on the restore's
+ * own thread: a blocking read takes a queued message directly, while every asynchronous read
+ * is handed to the client's executor and back, which was half the time of a million-record
+ * restore. Each read is bounded: a minute without a record fails it (it is read again).
+ */
+final class CompactedViewReader {
+
+    private static final int RECEIVER_QUEUE = 10_000;
+    private static final int READ_TIMEOUT_SECONDS = 60;
+
+    private final PulsarClient client;
+    private final String topic;
+    private final BooleanSupplier closed;
+
+    CompactedViewReader(PulsarClient client, String topic, BooleanSupplier closed) {
+        this.client = client;
+        this.topic = topic;
+        this.closed = closed;
+    }
+
+    /** Reads up to the barrier record (excluded): a fixed end that compaction cannot move. */
+    CompletableFuture<Void> readUntil(MessageId barrier, StateTopic.Visitor visitor, Executor readerThread) {
+        return newReader().thenApplyAsync(reader -> {
+            try {
+                while (!closed.getAsBoolean()) {
+                    Message<byte[]> message = next(reader, "before the restore barrier " + barrier);
+                    if (message.getMessageId().compareTo(barrier) >= 0) {
+                        return null;
+                    }
+                    handOver(message, visitor);
+                }
+                throw new CompletionException(new PulsarClientException.AlreadyClosedException("state topic " + topic
+                        + " closed during the restore"));
+            } finally {
+                reader.closeAsync();
+            }
+        }, readerThread);
+    }
+
+    /** A terminated topic takes no barrier, and nothing is written to it any more: reads what it has. */
+    CompletableFuture<Void> readAll(StateTopic.Visitor visitor, Executor readerThread) {
+        return newReader().thenApplyAsync(reader -> {
+            try {
+                while (!closed.getAsBoolean() && reader.hasMessageAvailable()) {
+                    handOver(next(reader, "in terminated topic " + topic), visitor);
+                }
+                return null;
+            } catch (PulsarClientException e) {
+                throw new CompletionException(e);
+            } finally {
+                reader.closeAsync();
+            }
+        }, readerThread);
+    }
+
+    private CompletableFuture<Reader<byte[]>> newReader() {
+        return client.newReader(Schema.BYTES)
+                .topic(topic)
+                .startMessageId(MessageId.earliest)
+                .readCompacted(true)
+                // A restore reads a whole topic at once: fewer, larger flow permits.
+                .receiverQueueSize(RECEIVER_QUEUE)
+                .createAsync();
+    }
+
+    private static Message<byte[]> next(Reader<byte[]> reader, String where) {
+        try {
+            Message<byte[]> message = reader.readNext(READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            if (message == null) {
+                throw new IllegalStateException("No state-topic record within " + READ_TIMEOUT_SECONDS + " s "
+                        + where);
+            }
+            return message;
+        } catch (PulsarClientException e) {
+            throw new CompletionException(e);
+        }
+    }
+
+    private static void handOver(Message<byte[]> message, StateTopic.Visitor visitor) {
+        if (PulsarStateTopic.BARRIER_KEY.equals(message.getKey())) {
+            return;
+        }
+        visitor.accept(message.hasKey() ? message.getKey() : null, message.getData());
+    }
+}
