@@ -444,9 +444,4 @@ public final class TransactionMetadataPreserver {
     void checkTopicCreatedAgain() {
         writer.checkTopicCreatedAgain();
     }
-
-    /** For tests on the coordinator's thread: the writer's state. */
-    WriterState writerState() {
-        return writer.state();
-    }
 }
