@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * topic created again loses what landed before: {@link #rewrite} makes writes taken before
  * it count for nothing.
  *
- * <p>Not thread-safe: confined to its coordinator's thread.
+ * <p>Not thread-safe: confined to its coordinator's thread, but for reads of how many wait.
  */
 final class DurabilityQueue {
 
@@ -51,9 +51,10 @@ final class DurabilityQueue {
     private long lastOffset;
     /** Writes that took an offset below this landed in a topic that is gone. */
     private long countsFrom;
-    private int waiting;
+    /** Written on the coordinator's thread only; read from any (the bound on new ends). */
+    private volatile int waiting;
     /** Of {@link #waiting}, those registered on held blocks: none of them can be released while the hold lasts. */
-    private int waitingForHeld;
+    private volatile int waitingForHeld;
 
     /** A block's record must be written again. */
     void changed(long blockIndex) {
@@ -81,7 +82,7 @@ final class DurabilityQueue {
         return false;
     }
 
-    /** Ended transactions waiting for their block's record. */
+    /** Ended transactions waiting for their block's record, as of the coordinator thread's last change. */
     int waiting() {
         return waiting;
     }

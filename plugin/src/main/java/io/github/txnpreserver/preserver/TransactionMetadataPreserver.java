@@ -67,7 +67,8 @@ public final class TransactionMetadataPreserver {
     private final LookUps lookUps;
     /** Sequences whose outcome from the log could not be kept: their log entries are never released here. */
     private final LongOpenHashSet notKept = new LongOpenHashSet();
-    private boolean closed;
+    /** Written on the coordinator's thread only; read anywhere (a new end is refused once closed). */
+    private volatile boolean closed;
     private volatile PreserverFigures figures = PreserverFigures.NONE;
 
     /**
@@ -159,8 +160,7 @@ public final class TransactionMetadataPreserver {
             writer.close();
             // What waits for a record never runs: the log keeps those entries, the next owner replays them.
             queue.clear();
-            restored.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
-                    + " closed"));
+            restored.completeExceptionally(closedError());
             lookUps.close();
             memory.close();
             done.complete(null);
@@ -184,24 +184,43 @@ public final class TransactionMetadataPreserver {
      *     {@link #MAX_UNDURABLE_ENDS} ended transactions wait for the state topic, or once closed
      */
     public CompletableFuture<Void> decide(TxnID txnId, Outcome outcome, String owner) {
-        CompletableFuture<Void> kept = new CompletableFuture<>();
-        onThread(kept, () -> {
-            int waiting = queue.waiting() - queue.waitingForHeld();
-            if (waiting >= MAX_UNDURABLE_ENDS) {
-                stats.endsRefusedWhileWaiting.increment();
-                throw new PreserverUnavailableException(waiting + " ended transactions of coordinator "
-                        + coordinatorId + " wait for the state topic " + stateTopic + "; retry later");
+        long sequence;
+        try {
+            sequence = sequenceOf(txnId);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        if (closed) {
+            return CompletableFuture.failedFuture(closedError());
+        }
+        // As the coordinator's thread last changed it: a bound, not an exact count.
+        int waiting = queue.waiting() - queue.waitingForHeld();
+        if (waiting >= MAX_UNDURABLE_ENDS) {
+            stats.endsRefusedWhileWaiting.increment();
+            return CompletableFuture.failedFuture(new PreserverUnavailableException(waiting + " ended transactions"
+                    + " of coordinator " + coordinatorId + " wait for the state topic " + stateTopic + "; retry later"));
+        }
+        // Answered before it is applied, the caller's next step (the terminal entry) need not
+        // wait for this thread: whatever reads the outcome or releases the transaction's log
+        // entries is queued after it, and if it is never applied (closed first, or it fails)
+        // the log keeps the entries, so the next owner replays the outcome.
+        boolean queued = scheduler.defer(() -> {
+            if (closed) {
+                return;
             }
-            index.decide(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, scheduler.millis());
+            try {
+                index.decide(sequence, outcome == Outcome.COMMITTED, owner, scheduler.millis());
+            } catch (RuntimeException e) {
+                markNotKept(sequence, e);
+            }
             changed();
-            kept.complete(null);
         });
-        return kept;
+        return queued ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(closedError());
     }
 
     /** The transaction's terminal entry is durable: its outcome is kept like any other. */
     public void ended(TxnID txnId) {
-        scheduler.execute(() -> {
+        scheduler.defer(() -> {
             if (!closed) {
                 index.ended(sequenceOf(txnId));
                 publish();
@@ -214,7 +233,7 @@ public final class TransactionMetadataPreserver {
      * coordinator replays it: its record may not have landed before the coordinator stopped.
      */
     public void keepFromLog(TxnID txnId, Outcome outcome, String owner, long endMillis) {
-        scheduler.execute(() -> {
+        scheduler.defer(() -> {
             if (closed) {
                 return;
             }
@@ -252,7 +271,7 @@ public final class TransactionMetadataPreserver {
      * keeps those entries, and the next owner replays them.
      */
     public void afterOutcomeDurable(long sequence, Runnable action) {
-        scheduler.execute(() -> {
+        scheduler.defer(() -> {
             if (!closed && !notKept.contains(sequence)) {
                 long block = BlockRecordCodec.blockOf(sequence);
                 queue.afterDurable(block, index.isHeld(block), action);
@@ -374,8 +393,7 @@ public final class TransactionMetadataPreserver {
     private void onThread(CompletableFuture<?> answer, Runnable task) {
         boolean queued = scheduler.execute(() -> {
             if (closed) {
-                answer.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
-                        + " closed"));
+                answer.completeExceptionally(closedError());
                 return;
             }
             try {
@@ -385,9 +403,12 @@ public final class TransactionMetadataPreserver {
             }
         });
         if (!queued) {
-            answer.completeExceptionally(new PreserverUnavailableException("coordinator " + coordinatorId
-                    + " closed"));
+            answer.completeExceptionally(closedError());
         }
+    }
+
+    private PreserverUnavailableException closedError() {
+        return new PreserverUnavailableException("coordinator " + coordinatorId + " closed");
     }
 
     private long sequenceOf(TxnID txnId) {

@@ -28,6 +28,22 @@ public interface Scheduler {
      */
     boolean execute(Runnable task);
 
+    /**
+     * Runs {@code task} on the owning thread, after the tasks queued before it (by
+     * {@link #execute} or here), without waking the thread for it alone: with the next task
+     * that does, or within {@link #DEFER_BOUND}. For work nobody waits on (an end to note, a
+     * release to queue), so that a busy coordinator's thread wakes once for many of them
+     * rather than once each. A scheduler may run it as {@link #execute} does.
+     *
+     * @return false if the scheduler is shut down: the task will never run
+     */
+    default boolean defer(Runnable task) {
+        return execute(task);
+    }
+
+    /** How long a {@linkplain #defer deferred} task may wait for the owning thread to wake. */
+    Duration DEFER_BOUND = Duration.ofMillis(10);
+
     /** Runs {@code task} on the owning thread once {@code delay} has passed. Dropped once shut down. */
     Cancellable schedule(Runnable task, Duration delay);
 

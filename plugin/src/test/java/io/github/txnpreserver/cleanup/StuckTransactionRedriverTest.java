@@ -161,6 +161,8 @@ class StuckTransactionRedriverTest {
         for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
             coordinator.preserver().afterOutcomeDurable(1_000, () -> { });
         }
+        // The bound is read as the coordinator's thread last published it.
+        coordinator.settle();
         for (int retry = 0; retry < 3; retry++) {
             assertThat(failureOf(coordinator.commit(txn, "alice")))
                     .isInstanceOf(CoordinatorException.CoordinatorNotFoundException.class);

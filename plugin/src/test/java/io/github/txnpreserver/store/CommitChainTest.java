@@ -184,6 +184,8 @@ class CommitChainTest {
         for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
             coordinator.preserver().afterOutcomeDurable(1_000, () -> { });
         }
+        // The bound is read as the coordinator's thread last published it.
+        coordinator.settle();
         await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTING, TxnStatus.OPEN, false));
 
         Throwable failure = failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED,

@@ -1,0 +1,114 @@
+package io.github.txnpreserver.preserver;
+
+import static io.github.txnpreserver.testing.Futures.failureOf;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.testing.CallLog;
+import io.github.txnpreserver.testing.InMemoryStateTopic;
+import io.github.txnpreserver.testing.ManualScheduler;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/**
+ * An end's decision is answered on the caller's thread and applied later on the
+ * coordinator's, so that the terminal entry never waits for that thread to wake. What makes
+ * it safe: everything that reads the outcome or releases the transaction's log entries is
+ * queued after the decision, and a decision never applied leaves the log holding the
+ * outcome. The scheduler is never pumped: a task runs when the test says so.
+ */
+@DisplayName("An end's decision")
+class DecideTest {
+
+    private static final long TC = 7;
+    private static final long NOW = 1_700_000_000_000L;
+    private static final Duration GROUP = TransactionMetadataPreserver.GROUP_COMMIT_INTERVAL;
+    private static final PreserverConfig CONFIG = new PreserverConfig(10, 1000, Duration.ofHours(72),
+            Duration.ofSeconds(300), Duration.ofSeconds(60));
+
+    private final ManualScheduler scheduler = new ManualScheduler(NOW);
+    private final InMemoryStateTopic topic = new InMemoryStateTopic(new CallLog());
+    private final TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, CONFIG, topic,
+            scheduler, new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), GROUP);
+    private final List<Long> released = new ArrayList<>();
+
+    DecideTest() {
+        preserver.restore();
+        scheduler.runReady();
+    }
+
+    @AfterEach
+    void close() {
+        scheduler.shutdown();
+    }
+
+    private static TxnID txn(long sequence) {
+        return new TxnID(TC, sequence);
+    }
+
+    @Test
+    void isAnsweredBeforeTheCoordinatorsThreadRunsAndALookupQueuedAfterItSeesIt() {
+        CompletableFuture<Void> decided = preserver.decide(txn(3), Outcome.COMMITTED, "alice");
+        CompletableFuture<KeptOutcome> lookup = preserver.lookUp(txn(3));
+
+        assertThat(decided).isCompleted();
+        assertThat(lookup).isNotDone();
+        scheduler.runReady();
+        assertThat(lookup.join().outcome()).isEqualTo(Outcome.COMMITTED);
+        assertThat(lookup.join().owner()).isEqualTo("alice");
+    }
+
+    @Test
+    void theReleaseOfTheLogEntriesQueuedAfterItWaitsForTheOutcomesRecord() {
+        preserver.decide(txn(3), Outcome.ABORTED, "alice");
+        preserver.ended(txn(3));
+        preserver.afterOutcomeDurable(3, () -> released.add(3L));
+
+        scheduler.runReady();
+        assertThat(released).as("before the group is written").isEmpty();
+        assertThat(topic.newestOutcomeOf(txn(3))).isNull();
+
+        scheduler.advance(GROUP);
+        assertThat(topic.newestOutcomeOf(txn(3))).isEqualTo(Outcome.ABORTED);
+        assertThat(released).containsExactly(3L);
+    }
+
+    @Test
+    void acceptedJustBeforeTheCoordinatorClosesIsDroppedAndTheLogKeepsTheOutcome() {
+        // The close is queued first; the caller does not see it yet and is answered.
+        preserver.closeAsync();
+        CompletableFuture<Void> decided = preserver.decide(txn(3), Outcome.COMMITTED, "alice");
+        preserver.ended(txn(3));
+        preserver.afterOutcomeDurable(3, () -> released.add(3L));
+
+        scheduler.runReady();
+        scheduler.advance(GROUP.multipliedBy(10));
+
+        assertThat(decided).isCompleted();
+        assertThat(released).as("the log's entries stay for the next owner's replay").isEmpty();
+        assertThat(topic.newestOutcomeOf(txn(3))).isNull();
+    }
+
+    @Test
+    void isRefusedOnceTheCoordinatorHasClosed() {
+        preserver.closeAsync();
+        scheduler.runReady();
+
+        assertThat(failureOf(preserver.decide(txn(3), Outcome.COMMITTED, "alice")))
+                .isInstanceOf(PreserverUnavailableException.class);
+    }
+
+    @Test
+    void ofAnotherCoordinatorsTransactionIsRefusedOnTheCallersThread() {
+        CompletableFuture<Void> decided = preserver.decide(new TxnID(TC + 1, 3), Outcome.COMMITTED, "alice");
+
+        assertThat(failureOf(decided)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(scheduler.pending()).isZero();
+    }
+}
