@@ -16,7 +16,7 @@ if [[ "${1:-}" == "--thread-cpu" ]]; then
     main=io.github.txnpreserver.bench.ThreadCpuProbe
     shift
 fi
-exec java -Xms2g -Xmx2g -XX:+UseSerialGC \
+exec java ${BENCH_JAVA_OPTS:-} -Xms2g -Xmx2g -XX:+UseSerialGC \
     -Dpulsar.distribution.archive="$PWD/integration-tests/target/distribution/pulsar-server-distribution-4.0.8-bin.tar.gz" \
     -Dtxnpreserver.repo.root="$PWD" \
     -Dtxnpreserver.work.dir="$work" \

@@ -29,10 +29,16 @@ public final class ThreadCpuProbe {
 
     public static void main(String[] args) throws Exception {
         int warmupSeconds = args.length > 0 ? Integer.parseInt(args[0]) : 150;
-        for (String side : List.of("stock", "plugin", "stock", "plugin")) {
+        // -Dtxnpreserver.bench.sides=stock,plugin and -Dtxnpreserver.bench.brokerJvmOptions=... (with
+        // {side} replaced) run fewer brokers, e.g. each with a flight recording of its measured minute.
+        List<String> sides = List.of(System.getProperty("txnpreserver.bench.sides", "stock,plugin,stock,plugin")
+                .split(","));
+        String jvmOptions = System.getProperty("txnpreserver.bench.brokerJvmOptions", "");
+        for (String side : sides) {
+            String options = jvmOptions.replace("{side}", side);
             try (LocalPulsar pulsar = side.equals("stock")
-                    ? LocalPulsar.startStock("cpu-stock", Map.of("transactionCoordinatorEnabled", "true"))
-                    : LocalPulsar.start("cpu-plugin", Map.of("transactionMetaPersistCount", "100"))) {
+                    ? LocalPulsar.startStockWithOptions("cpu-stock", Map.of("transactionCoordinatorEnabled", "true"), options)
+                    : LocalPulsar.start("cpu-plugin", Map.of("transactionMetaPersistCount", "100"), options)) {
                 String prefix = "persistent://public/default/cpu-" + side + "-";
                 BrokerDriver.throughput(pulsar.serviceUrl(), pulsar.pid(), prefix + "warm-up", CLIENTS,
                         Duration.ZERO, Duration.ofSeconds(warmupSeconds));

@@ -297,11 +297,19 @@ public final class TransactionMetadataPreserver {
      * The kept outcome of a transaction the coordinator no longer has live, or null; counted
      * as a lookup when found. While the restore reads, waits for it (at most
      * {@link #RESTORE_WAIT}); fails with {@link PreserverUnavailableException} if it does not
-     * end in time or the coordinator closes.
+     * end in time, the coordinator closes, or the transaction ended here but its outcome could
+     * not be kept ({@link #notKept}).
      */
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
-        onThread(answer, () -> lookUps.lookUp(txnId, answer));
+        onThread(answer, () -> {
+            if (txnId.getMostSigBits() == coordinatorId && notKept.contains(txnId.getLeastSigBits())) {
+                // Ended, outcome unknown here: "not found" would be wrong; the next owner replays it from the log.
+                throw new PreserverUnavailableException("the outcome of " + txnId + " could not be kept by"
+                        + " coordinator " + coordinatorId + "; its next owner replays it from the log");
+            }
+            lookUps.lookUp(txnId, answer);
+        });
         return answer;
     }
 

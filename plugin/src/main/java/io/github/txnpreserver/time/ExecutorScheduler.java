@@ -92,17 +92,19 @@ public final class ExecutorScheduler implements Scheduler {
                     executor.schedule(this::drain, DEFER_BOUND.toNanos(), TimeUnit.NANOSECONDS);
                 }
             } catch (RejectedExecutionException shutDown) {
-                // Shut down meanwhile: the task will never run, unless a drain took it already.
+                drain.set(NONE);
                 return !inbox.remove(task);
             }
         }
-        return true;
+        // Shut down meanwhile: its last drain ran or runs after the flag was set, so a task
+        // still in the inbox now may never run; one it took has run.
+        return !shutDown || !inbox.remove(task);
     }
 
     /** Runs what the inbox holds, in order; a long backlog yields to due timers between batches. */
     private void drain() {
         drain.set(NONE);
-        for (int ran = 0; ran < MAX_BATCH; ran++) {
+        for (int ran = 0; shutDown || ran < MAX_BATCH; ran++) {
             Runnable task = inbox.poll();
             if (task == null) {
                 return;
@@ -112,8 +114,9 @@ public final class ExecutorScheduler implements Scheduler {
         if (!inbox.isEmpty() && drain.getAndSet(NOW) != NOW) {
             try {
                 executor.execute(this::drain);
-            } catch (RejectedExecutionException shutDown) {
-                log.debug("Tasks dropped: scheduler shut down");
+            } catch (RejectedExecutionException shutDownMeanwhile) {
+                // Its last drain, queued after the flag was set, runs the rest.
+                drain.set(NONE);
             }
         }
     }
@@ -123,8 +126,11 @@ public final class ExecutorScheduler implements Scheduler {
         try {
             // What the inbox holds was queued before the task came due: it runs first.
             ScheduledFuture<?> future = executor.schedule(() -> {
-                drain();
-                runSafely(task);
+                try {
+                    drain();
+                } finally {
+                    runSafely(task);
+                }
             }, delay.toNanos(), TimeUnit.NANOSECONDS);
             return () -> future.cancel(false);
         } catch (RejectedExecutionException shutDown) {
@@ -154,10 +160,11 @@ public final class ExecutorScheduler implements Scheduler {
         executor.shutdown();
     }
 
+    /** One task's failure, an error included, is its own: the tasks after it and the timers still run. */
     private static void runSafely(Runnable task) {
         try {
             task.run();
-        } catch (RuntimeException e) {
+        } catch (Throwable e) {
             log.error("Preserver task failed", e);
         }
     }

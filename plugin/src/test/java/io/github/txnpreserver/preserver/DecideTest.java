@@ -111,4 +111,26 @@ class DecideTest {
         assertThat(failureOf(decided)).isInstanceOf(IllegalArgumentException.class);
         assertThat(scheduler.pending()).isZero();
     }
+
+    /**
+     * A decision answered and then not kept (its keeping failed, as an entry the log's replay
+     * could not follow): the transaction ended here with an outcome this coordinator does not
+     * know. A retry is told to try again (the next owner replays the outcome from the log),
+     * never "not found", and the log's entries are never released here.
+     */
+    @Test
+    void whoseOutcomeCouldNotBeKeptIsAnsweredUnavailableNotNotFoundAndKeepsItsLogEntries() {
+        preserver.decide(txn(3), Outcome.COMMITTED, "alice");
+        preserver.notKept(4, new IllegalStateException("injected"));
+        preserver.afterOutcomeDurable(4, () -> released.add(4L));
+        CompletableFuture<KeptOutcome> lookup = preserver.lookUp(txn(4));
+        CompletableFuture<KeptOutcome> other = preserver.lookUp(txn(5));
+
+        scheduler.runReady();
+        scheduler.advance(GROUP.multipliedBy(3));
+
+        assertThat(failureOf(lookup)).isInstanceOf(PreserverUnavailableException.class);
+        assertThat(other.join()).as("another transaction of the block").isNull();
+        assertThat(released).isEmpty();
+    }
 }

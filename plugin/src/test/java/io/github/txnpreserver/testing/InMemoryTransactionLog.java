@@ -13,6 +13,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Predicate;
 import org.apache.bookkeeper.mledger.ManagedLedgerException;
+import org.apache.bookkeeper.mledger.ManagedCursor;
+import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.Position;
 import org.apache.bookkeeper.mledger.PositionFactory;
 import org.apache.pulsar.transaction.coordinator.TransactionLogReplayCallback;
@@ -54,6 +56,14 @@ public final class InMemoryTransactionLog {
             replay(call.getArgument(0));
             return null;
         }).when(mock).replayAsync(any());
+        ManagedCursor cursor = mock(ManagedCursor.class);
+        doAnswer(call -> {
+            callLog.record("log cursor always inactive");
+            return null;
+        }).when(cursor).setAlwaysInactive();
+        ManagedLedger ledger = mock(ManagedLedger.class);
+        when(ledger.getCursors()).thenReturn(List.of(cursor));
+        when(mock.getManagedLedger()).thenReturn(ledger);
         return mock;
     }
 

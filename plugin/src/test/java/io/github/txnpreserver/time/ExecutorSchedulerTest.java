@@ -130,6 +130,23 @@ class ExecutorSchedulerTest {
         after.get(WAIT_SECONDS, TimeUnit.SECONDS);
     }
 
+    @Test
+    void anErrorInATaskDrainedByATimerDoesNotCostTheTimerItsRun() throws Exception {
+        CountDownLatch hold = new CountDownLatch(1);
+        CompletableFuture<Void> timerRan = new CompletableFuture<>();
+        CompletableFuture<Void> after = new CompletableFuture<>();
+        scheduler.execute(() -> await(hold));
+        scheduler.schedule(() -> timerRan.complete(null), Duration.ZERO);
+        scheduler.defer(() -> {
+            throw new AssertionError("injected");
+        });
+        scheduler.defer(() -> after.complete(null));
+        hold.countDown();
+
+        timerRan.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        after.get(WAIT_SECONDS, TimeUnit.SECONDS);
+    }
+
     private static void await(CountDownLatch latch) {
         try {
             if (!latch.await(WAIT_SECONDS, TimeUnit.SECONDS)) {
