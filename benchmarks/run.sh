@@ -5,7 +5,7 @@
 #   benchmarks/run.sh --rounds 3   more alternating rounds
 #   benchmarks/run.sh --thread-cpu [warm-up seconds]
 #                                  broker CPU per transaction by thread, stock against the plugin
-# The last line printed is: RESULT p50_ratio=... (see the Performance section of README.md).
+# The last line printed is: RESULT p50_ratio=... (see docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mvn -B -q -DskipTests package
