@@ -36,9 +36,16 @@ public final class ThreadCpuProbe {
         String jvmOptions = System.getProperty("txnpreserver.bench.brokerJvmOptions", "");
         for (String side : sides) {
             String options = jvmOptions.replace("{side}", side);
-            try (LocalPulsar pulsar = side.equals("stock")
-                    ? LocalPulsar.startStockWithOptions("cpu-stock", Map.of("transactionCoordinatorEnabled", "true"), options)
-                    : LocalPulsar.start("cpu-plugin", Map.of("transactionMetaPersistCount", "100"), options)) {
+            try (LocalPulsar pulsar = switch (side) {
+                case "stock" -> LocalPulsar.startStockWithOptions("cpu-stock",
+                        Map.of("transactionCoordinatorEnabled", "true"), options);
+                // The plugin installed, its interceptor loaded, the stock coordinator store: what
+                // loading any broker interceptor costs.
+                case "interceptor" -> LocalPulsar.start("cpu-interceptor", Map.of(
+                        "transactionMetadataStoreProviderClassName",
+                        "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider"), options);
+                default -> LocalPulsar.start("cpu-plugin", Map.of("transactionMetaPersistCount", "100"), options);
+            }) {
                 String prefix = "persistent://public/default/cpu-" + side + "-";
                 BrokerDriver.throughput(pulsar.serviceUrl(), pulsar.pid(), prefix + "warm-up", CLIENTS,
                         Duration.ZERO, Duration.ofSeconds(warmupSeconds));

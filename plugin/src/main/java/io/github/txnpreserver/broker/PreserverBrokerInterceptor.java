@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import javax.servlet.ServletRequest;
 import javax.servlet.ServletResponse;
+import org.apache.pulsar.PulsarVersion;
 import org.apache.pulsar.broker.PulsarServerException;
 import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.intercept.BrokerInterceptor;
@@ -82,6 +83,12 @@ public class PreserverBrokerInterceptor implements BrokerInterceptor {
         BrokerContext.install(broker, context);
         PreserverMetrics.register(broker, pulsar.getConfiguration().getClusterName(), context.preservers().values());
         log.info("Transaction outcome preserver configured: {}", config);
+        PulsarLines.Assessment where = PulsarLines.assess(PulsarVersion.getVersion());
+        if (where.warn()) {
+            log.warn("Transaction outcome preserver: {}", where.message());
+        } else {
+            log.info("Transaction outcome preserver: {}", where.message());
+        }
     }
 
     private static CompletableFuture<Void> release(PulsarService pulsar, long coordinatorId, Object store) {
