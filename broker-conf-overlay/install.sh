@@ -3,17 +3,21 @@
 # distribution:
 #   - the plugin jar into lib/ (the broker builds the coordinator store by class name,
 #     so it must be on the broker's classpath);
-#   - the same jar as txn-preserver.nar into the broker interceptors directory;
+#   - the same jar as txn-preserver.nar into the broker's protocol handler directory (the
+#     plugin's entry point is a protocol handler that serves no protocol: the broker starts
+#     it with itself, and it costs nothing on the message path);
 #   - the overlay (txn-preserver.conf beside this script) into conf/broker.conf and
 #     conf/standalone.conf, between marker lines.
-# Running it again replaces what an earlier run installed: the result is the same.
+# Running it again replaces what an earlier run installed: the result is the same. An
+# installation of a version that came in as a broker interceptor is replaced too (its
+# archive in the interceptors directory is removed; its keys were in the marked block).
 #
 # Usage: broker-conf-overlay/install.sh PULSAR_HOME   (after: mvn -DskipTests package)
 set -euo pipefail
 
 BEGIN_MARK="# >>> txn-preserver overlay (managed by broker-conf-overlay/install.sh; edits here are replaced)"
 END_MARK="# <<< txn-preserver overlay"
-INTERCEPTOR_NAME="txn-preserver"
+HANDLER_NAME="txn-preserver"
 DEFAULT_PERSIST_COUNT=100
 
 die() { echo "install.sh: $*" >&2; exit 1; }
@@ -57,26 +61,33 @@ effective_value() {
         END { if (found) print value }' "$file"
 }
 
-# Interceptors directory: the configured one (relative paths are relative to PULSAR_HOME,
-# where bin/pulsar is normally started), written back as an absolute path so the broker
-# finds it whatever its working directory.
-interceptors_dir="$(effective_value brokerInterceptorsDirectory "$pulsar_home/conf/broker.conf")"
-interceptors_dir="${interceptors_dir:-./interceptors}"
-case "$interceptors_dir" in /*) ;; *) interceptors_dir="$pulsar_home/${interceptors_dir#./}" ;; esac
+# Protocol handler directory: the configured one (relative paths are relative to
+# PULSAR_HOME, where bin/pulsar is normally started), written back as an absolute path so
+# the broker finds it whatever its working directory.
+absolute() {
+    case "$1" in /*) echo "$1" ;; *) echo "$pulsar_home/${1#./}" ;; esac
+}
+handlers_dir="$(effective_value protocolHandlerDirectory "$pulsar_home/conf/broker.conf")"
+handlers_dir="$(absolute "${handlers_dir:-./protocols}")"
 
 # lib/: replace any earlier version of the plugin.
 rm -f "$pulsar_home"/lib/io.github.txnpreserver-pulsar-txn-preserver-*.jar
 cp "$plugin_jar" "$pulsar_home/lib/io.github.txnpreserver-pulsar-txn-preserver-$version.jar"
-mkdir -p "$interceptors_dir"
-cp "$plugin_jar" "$interceptors_dir/$INTERCEPTOR_NAME.nar"
+mkdir -p "$handlers_dir"
+cp "$plugin_jar" "$handlers_dir/$HANDLER_NAME.nar"
+
+# An earlier version's interceptor archive: loaded by nothing now (its keys were in the
+# marked block), removed so that no old code stays beside the new.
+interceptors_dir="$(effective_value brokerInterceptorsDirectory "$pulsar_home/conf/broker.conf")"
+rm -f "$(absolute "${interceptors_dir:-./interceptors}")/$HANDLER_NAME.nar" "$pulsar_home/interceptors/$HANDLER_NAME.nar"
 
 install_overlay() {
-    local conf="$1" interceptors persist_count tmp
-    interceptors="$(effective_value brokerInterceptors "$conf")"
-    case ",$interceptors," in
-        *",$INTERCEPTOR_NAME,"*) ;;
-        ",,") interceptors="$INTERCEPTOR_NAME" ;;
-        *) interceptors="$interceptors,$INTERCEPTOR_NAME" ;;
+    local conf="$1" protocols persist_count tmp
+    protocols="$(effective_value messagingProtocols "$conf")"
+    case ",$protocols," in
+        *",$HANDLER_NAME,"*) ;;
+        ",,") protocols="$HANDLER_NAME" ;;
+        *) protocols="$protocols,$HANDLER_NAME" ;;
     esac
     persist_count="$(effective_value transactionMetaPersistCount "$conf")"
     tmp="$(mktemp "$conf.XXXXXX")"
@@ -87,8 +98,8 @@ install_overlay() {
         !skip { print }' "$conf" > "$tmp"
     {
         echo "$BEGIN_MARK"
-        sed -e "s|@INTERCEPTORS_DIRECTORY@|$interceptors_dir|" \
-            -e "s|@BROKER_INTERCEPTORS@|$interceptors|" \
+        sed -e "s|@PROTOCOL_HANDLER_DIRECTORY@|$handlers_dir|" \
+            -e "s|@MESSAGING_PROTOCOLS@|$protocols|" \
             -e "s|@PERSIST_COUNT@|${persist_count:-$DEFAULT_PERSIST_COUNT}|" \
             "$here/txn-preserver.conf"
         echo "$END_MARK"
@@ -102,5 +113,5 @@ install_overlay "$pulsar_home/conf/standalone.conf"
 
 echo "Installed pulsar-txn-preserver $version into $pulsar_home:"
 echo "  lib/io.github.txnpreserver-pulsar-txn-preserver-$version.jar"
-echo "  $interceptors_dir/$INTERCEPTOR_NAME.nar"
+echo "  $handlers_dir/$HANDLER_NAME.nar"
 echo "  overlay in conf/broker.conf and conf/standalone.conf"

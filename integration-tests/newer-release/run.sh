@@ -10,7 +10,7 @@
 #      the default java 17 is not enough, $NEWER_JAVA_HOME is used);
 #   4. starts a standalone (ZooKeeper metadata, one bookie, no functions, no stream storage)
 #      on free loopback ports with the plugin installed as install.sh installs it: jar on the
-#      classpath, the same jar as interceptors/txn-preserver.nar, the overlay keys;
+#      classpath, the same jar as protocols/txn-preserver.nar, the overlay keys;
 #   5. SmokeTest.java with each client: commit one transaction and abort another, then retry
 #      both ends: the true outcome comes back; kill -9 of the broker, restart, retry again;
 #      checks the broker log (no error from io.github.txnpreserver.*, no linkage error) and
@@ -179,7 +179,7 @@ JVM_OPENS=(--add-opens java.base/java.io=ALL-UNNAMED --add-opens java.base/java.
 new_broker() {
     local mode="$1"
     bdir="$WORK_DIR/broker-$mode"
-    rm -rf "$bdir"; mkdir -p "$bdir/tmp" "$bdir/interceptors"
+    rm -rf "$bdir"; mkdir -p "$bdir/tmp" "$bdir/protocols"
     read -r broker_port web_port zk_port bk_port < <(pick_ports)
     {
         cat "$here/standalone.conf"
@@ -191,9 +191,9 @@ new_broker() {
         echo "systemTopicEnabled=true"
         if [ "$mode" = plugin ]; then
             # As broker-conf-overlay/install.sh installs it (txn-preserver.conf, default values).
-            cp "$plugin_jar" "$bdir/interceptors/txn-preserver.nar"
-            sed -e "s|@INTERCEPTORS_DIRECTORY@|$bdir/interceptors|" \
-                -e "s|@BROKER_INTERCEPTORS@|txn-preserver|" \
+            cp "$plugin_jar" "$bdir/protocols/txn-preserver.nar"
+            sed -e "s|@PROTOCOL_HANDLER_DIRECTORY@|$bdir/protocols|" \
+                -e "s|@MESSAGING_PROTOCOLS@|txn-preserver|" \
                 -e "s|@PERSIST_COUNT@|100|" \
                 "$repo/broker-conf-overlay/txn-preserver.conf"
         fi
@@ -284,7 +284,7 @@ smoke() {
 
 check_plugin_log() {
     local f="$bdir/broker.out" bad
-    grep -q "Transaction outcome preserver configured" "$f" || fail "the plugin's interceptor did not start (no 'Transaction outcome preserver configured' in $f)"
+    grep -q "Transaction outcome preserver configured" "$f" || fail "the plugin's protocol handler did not start (no 'Transaction outcome preserver configured' in $f)"
     grep -q "Opened state topic persistent://pulsar/system/__terminated_txn_state_0" "$f" \
         || fail "the plugin's coordinator store did not open its state topic (see $f)"
     bad="$(grep -E '(ERROR|WARN) +io\.github\.txnpreserver' "$f" || true)"
@@ -322,11 +322,6 @@ if new_broker plugin && start_broker; then
     check_plugin_log
 fi
 stop_broker
-if grep -q "AbstractMethodError.*PreserverBrokerInterceptor.onWebservice" "$WORK_DIR/broker-plugin/broker.out" 2>/dev/null; then
-    log "hint: the broker calls BrokerInterceptor.onWebserviceRequest/Response with jakarta.servlet"
-    log "      types (Pulsar 5.0+, Jetty 12); this plugin build lacks the jakarta.servlet pair"
-    log "      (see PreserverBrokerInterceptor and this folder's README)."
-fi
 
 # ---------------------------------------------------------------- 6. without the plugin
 echo

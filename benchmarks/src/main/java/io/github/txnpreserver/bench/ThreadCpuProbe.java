@@ -39,9 +39,9 @@ public final class ThreadCpuProbe {
             try (LocalPulsar pulsar = switch (side) {
                 case "stock" -> LocalPulsar.startStockWithOptions("cpu-stock",
                         Map.of("transactionCoordinatorEnabled", "true"), options);
-                // The plugin installed, its interceptor loaded, the stock coordinator store: what
-                // loading any broker interceptor costs.
-                case "interceptor" -> LocalPulsar.start("cpu-interceptor", Map.of(
+                // The plugin installed, its protocol handler started, the stock coordinator store:
+                // what loading the plugin costs apart from its store.
+                case "handler" -> LocalPulsar.start("cpu-handler", Map.of(
                         "transactionMetadataStoreProviderClassName",
                         "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider"), options);
                 default -> LocalPulsar.start("cpu-plugin", Map.of("transactionMetaPersistCount", "100"), options);

@@ -31,11 +31,11 @@ class ContainerSmokeIT {
             .withCopyFileToContainer(MountableFile.forHostPath(pluginJar()),
                     "/pulsar/lib/io.github.txnpreserver-pulsar-txn-preserver.jar")
             .withCopyFileToContainer(MountableFile.forHostPath(pluginJar()),
-                    "/pulsar/interceptors/txn-preserver.nar")
+                    "/pulsar/protocols/txn-preserver.nar")
             .withEnv("transactionMetadataStoreProviderClassName",
                     "io.github.txnpreserver.broker.PreservingMetadataStoreProvider")
-            .withEnv("brokerInterceptorsDirectory", "/pulsar/interceptors")
-            .withEnv("brokerInterceptors", "txn-preserver")
+            .withEnv("protocolHandlerDirectory", "/pulsar/protocols")
+            .withEnv("messagingProtocols", "txn-preserver")
             .withEnv("PULSAR_PREFIX_transactionMetaPersistCount", "100");
 
     @Test

@@ -21,11 +21,11 @@ class SwitchOnAndOffIT {
     private static final Map<String, String> STOCK = Map.of(
             "transactionMetadataStoreProviderClassName",
             "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider",
-            "brokerInterceptors", "");
+            "messagingProtocols", "");
     private static final Map<String, String> PLUGIN = Map.of(
             "transactionMetadataStoreProviderClassName",
             "io.github.txnpreserver.broker.PreservingMetadataStoreProvider",
-            "brokerInterceptors", "txn-preserver",
+            "messagingProtocols", "txn-preserver",
             "transactionMetaPersistCount", "10");
 
     @Test

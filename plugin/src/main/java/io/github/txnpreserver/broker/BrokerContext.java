@@ -6,18 +6,22 @@ import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
- * What the coordinator stores need from the broker, handed over by the broker interceptor.
+ * What the coordinator stores need from the broker, handed over by the plugin's protocol
+ * handler ({@link PreserverProtocolHandler}).
  *
  * <p>The broker builds the metadata-store provider by class name, with no access to the
- * broker; an interceptor is the only plugin the broker initializes with itself, and it runs
- * before the transaction service is built. Both load from {@code lib/} (the interceptor
- * archive's class loader is parent-first), so this static hand-over is seen by both; it is
- * keyed by broker, since one JVM may run several.
+ * broker; the protocol handler is started with the broker. Both load from {@code lib/} (the
+ * handler archive's class loader is parent-first), so this static hand-over is seen by
+ * both; it is keyed by broker, since one JVM may run several. The handler starts once the
+ * broker is ready, and the broker may open a coordinator a moment before: an opening waits
+ * for the hand-over, bounded ({@link #await}).
  *
  * @param config the validated settings
  * @param stateTopics opens one coordinator's state topic
@@ -56,12 +60,14 @@ public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics
     /**
      * The contexts of the brokers of this JVM (Pulsar's own tests and embedded brokers run
      * several), each under the broker's client timer: the one object the broker hands both
-     * to the interceptor (through the broker) and to every {@code openStore} call.
+     * to the protocol handler (through the broker) and to every {@code openStore} call.
      */
-    private static final Map<Object, BrokerContext> INSTALLED = new ConcurrentHashMap<>();
+    private static final Map<Object, CompletableFuture<BrokerContext>> INSTALLED = new ConcurrentHashMap<>();
 
     public static void install(Object broker, BrokerContext context) {
-        INSTALLED.put(broker, context);
+        // Under the map's lock for this broker, as the end of a wait is: neither loses the other.
+        INSTALLED.compute(broker, (key, awaited) -> awaited != null && awaited.complete(context)
+                ? awaited : CompletableFuture.completedFuture(context));
     }
 
     /** Removes this broker's context only: the other brokers of the JVM keep theirs. */
@@ -69,8 +75,29 @@ public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics
         INSTALLED.remove(broker);
     }
 
-    /** The context of the broker that passes this timer to {@code openStore}, or null if its interceptor did not run. */
-    public static BrokerContext of(Object broker) {
-        return broker == null ? null : INSTALLED.get(broker);
+    /**
+     * The context of the broker that passes this timer to {@code openStore}, once its
+     * protocol handler has started; fails with {@link IllegalStateException} if it has not
+     * within {@code wait} (the handler is not loaded).
+     */
+    public static CompletableFuture<BrokerContext> await(Object broker, Duration wait) {
+        if (broker == null) {
+            return CompletableFuture.failedFuture(new IllegalStateException("no broker"));
+        }
+        CompletableFuture<BrokerContext> installed = INSTALLED.computeIfAbsent(broker,
+                ignored -> new CompletableFuture<>());
+        if (installed.isDone()) {
+            return installed;
+        }
+        CompletableFuture<BrokerContext> answer = new CompletableFuture<>();
+        installed.whenComplete((context, error) -> answer.complete(context));
+        CompletableFuture.delayedExecutor(wait.toMillis(), TimeUnit.MILLISECONDS).execute(() -> {
+            if (answer.completeExceptionally(new IllegalStateException("not installed within " + wait))) {
+                // Not loaded on this broker: no entry outlives the wait.
+                INSTALLED.computeIfPresent(broker, (key, awaited) -> awaited == installed && !awaited.isDone()
+                        ? null : awaited);
+            }
+        });
+        return answer;
     }
 }

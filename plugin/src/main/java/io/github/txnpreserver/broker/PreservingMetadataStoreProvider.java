@@ -7,6 +7,7 @@ import io.github.txnpreserver.time.ExecutorScheduler;
 import io.github.txnpreserver.time.Scheduler;
 import io.netty.util.Timer;
 import java.lang.reflect.Field;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -40,19 +41,26 @@ import org.slf4j.LoggerFactory;
 public class PreservingMetadataStoreProvider implements TransactionMetadataStoreProvider {
 
     private static final Logger log = LoggerFactory.getLogger(PreservingMetadataStoreProvider.class);
-    static final String INTERCEPTOR_MISSING = "The transaction outcome preserver's broker interceptor did not run:"
-            + " add its archive to brokerInterceptorsDirectory and 'txn-preserver' to brokerInterceptors in"
+    static final String HANDLER_MISSING = "The transaction outcome preserver's protocol handler did not start:"
+            + " add its archive to protocolHandlerDirectory and 'txn-preserver' to messagingProtocols in"
             + " broker.conf (see broker-conf-overlay/)";
+    /**
+     * How long an opening coordinator waits for the protocol handler to start: it starts
+     * once the broker is ready, a moment after the broker may open its first coordinators.
+     */
+    static final Duration HANDLER_WAIT = Duration.ofSeconds(30);
 
     private final TransactionMetadataStoreProvider stock;
+    private final Duration handlerWait;
 
     /** Used by the broker, through {@code transactionMetadataStoreProviderClassName}. */
     public PreservingMetadataStoreProvider() {
-        this(new MLTransactionMetadataStoreProvider());
+        this(new MLTransactionMetadataStoreProvider(), HANDLER_WAIT);
     }
 
-    protected PreservingMetadataStoreProvider(TransactionMetadataStoreProvider stock) {
+    protected PreservingMetadataStoreProvider(TransactionMetadataStoreProvider stock, Duration handlerWait) {
         this.stock = stock;
+        this.handlerWait = handlerWait;
     }
 
     @Override
@@ -61,19 +69,22 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
             ManagedLedgerConfig managedLedgerConfig, TransactionTimeoutTracker timeoutTracker,
             TransactionRecoverTracker recoverTracker, long maxActiveTransactionsPerCoordinator,
             TxnLogBufferedWriterConfig txnLogBufferedWriterConfig, Timer timer) {
-        BrokerContext context = BrokerContext.of(timer);
-        if (context == null) {
-            log.error(INTERCEPTOR_MISSING);
-            return CompletableFuture.failedFuture(new IllegalStateException(INTERCEPTOR_MISSING));
-        }
-        if (!context.config().enabled()) {
-            return stock.openStore(tcId, managedLedgerFactory, managedLedgerConfig, timeoutTracker, recoverTracker,
-                    maxActiveTransactionsPerCoordinator, txnLogBufferedWriterConfig, timer);
-        }
-        return context.stateTopics().open(tcId.getId())
-                .thenCompose(stateTopic -> openPreservingStore(context, tcId, stateTopic, managedLedgerFactory,
-                        managedLedgerConfig, timeoutTracker, recoverTracker, maxActiveTransactionsPerCoordinator,
-                        txnLogBufferedWriterConfig, timer));
+        return BrokerContext.await(timer, handlerWait).handle((context, error) -> context)
+                .thenCompose(context -> {
+                    if (context == null) {
+                        log.error(HANDLER_MISSING);
+                        return CompletableFuture.failedFuture(new IllegalStateException(HANDLER_MISSING));
+                    }
+                    if (!context.config().enabled()) {
+                        return stock.openStore(tcId, managedLedgerFactory, managedLedgerConfig, timeoutTracker,
+                                recoverTracker, maxActiveTransactionsPerCoordinator, txnLogBufferedWriterConfig,
+                                timer);
+                    }
+                    return context.stateTopics().open(tcId.getId())
+                            .thenCompose(stateTopic -> openPreservingStore(context, tcId, stateTopic,
+                                    managedLedgerFactory, managedLedgerConfig, timeoutTracker, recoverTracker,
+                                    maxActiveTransactionsPerCoordinator, txnLogBufferedWriterConfig, timer));
+                });
     }
 
     /**

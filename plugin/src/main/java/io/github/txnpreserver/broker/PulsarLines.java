@@ -25,8 +25,8 @@ final class PulsarLines {
             new Line(5, 0, "checked on 5.0.1 from its broker jars; Java 21 or later"));
 
     static final List<KnownDefect> DEFECTS = List.of(
-            new KnownDefect("4.0.12", "with any broker interceptor loaded, this plugin's included, every admin POST"
-                    + " or PUT request with a JSON body fails with HTTP 400 (FAIL_ON_TRAILING_TOKENS,"
+            new KnownDefect("4.0.12", "with any broker interceptor loaded (this plugin loads none), every admin"
+                    + " POST or PUT request with a JSON body fails with HTTP 400 (FAIL_ON_TRAILING_TOKENS,"
                     + " apache/pulsar#26185): the operator's admin tools break", "4.0.13"));
 
     private static final Pattern VERSION = Pattern.compile("(\\d+)\\.(\\d+)\\.(\\d+).*");

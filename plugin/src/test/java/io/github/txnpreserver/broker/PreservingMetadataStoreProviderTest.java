@@ -40,7 +40,9 @@ class PreservingMetadataStoreProviderTest {
     };
 
     private final TransactionMetadataStoreProvider stock = mock(TransactionMetadataStoreProvider.class);
-    private final PreservingMetadataStoreProvider provider = new PreservingMetadataStoreProvider(stock);
+    /** How long an opening waits for the protocol handler here: short, so that its absence fails fast. */
+    private static final Duration HANDLER_WAIT = Duration.ofMillis(200);
+    private final PreservingMetadataStoreProvider provider = new PreservingMetadataStoreProvider(stock, HANDLER_WAIT);
     private final TransactionCoordinatorID tcId = TransactionCoordinatorID.get(1);
     private final ManagedLedgerFactory factory = mock(ManagedLedgerFactory.class);
     private final ManagedLedgerConfig ledgerConfig = new ManagedLedgerConfig();
@@ -77,11 +79,32 @@ class PreservingMetadataStoreProviderTest {
     }
 
     @Test
-    void withoutTheInterceptorRefusesToOpenAndSaysHowToFixIt() {
+    void withoutTheProtocolHandlerRefusesToOpenAndSaysHowToFixIt() {
         Throwable failure = failureOf(open());
 
-        assertThat(failure).isInstanceOf(IllegalStateException.class).hasMessageContaining("brokerInterceptors");
+        assertThat(failure).isInstanceOf(IllegalStateException.class).hasMessageContaining("messagingProtocols");
         verifyNoInteractions(stock, factory);
+    }
+
+    /**
+     * The broker starts its protocol handlers once it is ready, and may open a coordinator a
+     * moment before: that opening waits for the handler rather than failing.
+     */
+    @Test
+    void aCoordinatorOpenedBeforeTheProtocolHandlerStartedWaitsForIt() {
+        TransactionMetadataStore stockStore = mock(TransactionMetadataStore.class);
+        when(stock.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer))
+                .thenReturn(CompletableFuture.completedFuture(stockStore));
+        PreservingMetadataStoreProvider patient = new PreservingMetadataStoreProvider(stock, Duration.ofSeconds(5));
+
+        CompletableFuture<TransactionMetadataStore> opening = patient.openStore(tcId, factory, ledgerConfig,
+                timeoutTracker, recoverTracker, 7, writerConfig, timer);
+        assertThat(opening).isNotDone();
+        BrokerContext.install(timer, new BrokerContext(config(0), id -> {
+            throw new AssertionError("a pass-through opens no state topic");
+        }, Clock.systemUTC(), NO_ENDS, NO_RELEASE));
+
+        assertThat(await(opening)).isSameAs(stockStore);
     }
 
     @Test
@@ -143,6 +166,6 @@ class PreservingMetadataStoreProviderTest {
 
         assertThat(await(open())).as("still this broker's").isSameAs(stockStore);
         assertThat(failureOf(provider.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7,
-                writerConfig, otherBroker))).hasMessageContaining("brokerInterceptors");
+                writerConfig, otherBroker))).hasMessageContaining("messagingProtocols");
     }
 }

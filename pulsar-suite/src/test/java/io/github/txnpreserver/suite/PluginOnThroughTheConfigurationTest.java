@@ -13,9 +13,9 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * The brokers of {@code MockedPulsarServiceBaseTest} load their interceptors from the
+ * The brokers of {@code MockedPulsarServiceBaseTest} load their protocol handlers from the
  * configuration, as a real broker does: the plugin's archive comes in through
- * {@code brokerInterceptorsDirectory}.
+ * {@code protocolHandlerDirectory}.
  */
 @Test(groups = "broker")
 public class PluginOnThroughTheConfigurationTest extends BrokerTestBase {

@@ -15,14 +15,11 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import net.bytebuddy.agent.ByteBuddyAgent;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
 import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.ServiceConfiguration;
-import org.apache.pulsar.broker.intercept.BrokerInterceptor;
-import org.apache.pulsar.broker.intercept.BrokerInterceptors;
 import org.apache.pulsar.common.util.FieldParser;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider;
 import org.testng.IExecutionListener;
@@ -30,29 +27,24 @@ import org.testng.IExecutionListener;
 /**
  * Switches every broker that Pulsar's tests start onto the plugin, as
  * {@code broker-conf-overlay/install.sh} switches a real one: the overlay's keys are applied
- * to the broker's configuration when it starts, and its interceptor archive (the plugin jar
- * under the name install.sh gives it) is loaded by the broker from
- * {@code brokerInterceptorsDirectory}.
+ * to the broker's configuration when it starts, and its protocol handler archive (the plugin
+ * jar under the name install.sh gives it) is loaded by the broker from
+ * {@code protocolHandlerDirectory}.
  *
  * <p>Pulsar's test classes build their brokers' configurations in many places (some in
  * private methods of their base classes), so the switch sits where every broker passes:
- * {@code PulsarService.start()}, rewritten when the test JVM starts. Some base classes (
- * {@code TransactionTestBase}) give their brokers an interceptor object of their own, which
- * makes the broker skip the configured ones; there the plugin's archive is loaded through
- * Pulsar's own loader beside it, initialized at the same point of the start and closed with
- * the broker. A test that picks a coordinator store other than the stock managed-ledger one
- * keeps it: the plugin extends that store only.
+ * {@code PulsarService.start()}, rewritten when the test JVM starts. A test that picks a
+ * coordinator store other than the stock managed-ledger one keeps it: the plugin extends
+ * that store only.
  *
  * <p>With {@code -Dtxnpreserver.suite.stock=true} nothing is switched: the same selection
  * runs on stock brokers, to compare.
  */
 public class PluginSwitch implements IExecutionListener {
 
-    static final String INTERCEPTOR_NAME = "txn-preserver";
+    static final String HANDLER_NAME = "txn-preserver";
     /** Keys of the overlay that are the test's choice, not the plugin's. */
     private static final Set<String> LEFT_TO_THE_TEST = Set.of("transactionCoordinatorEnabled");
-    /** The plugin's interceptors loaded beside a test's own, by broker. */
-    private static final Map<PulsarService, BrokerInterceptor> BESIDE = new ConcurrentHashMap<>();
     private static volatile Map<String, String> overlay;
 
     @Override
@@ -61,7 +53,7 @@ public class PluginSwitch implements IExecutionListener {
             System.out.println("[pulsar-suite] stock brokers: the plugin is not switched on");
             return;
         }
-        overlay = readOverlay(prepareInterceptorDirectory());
+        overlay = readOverlay(prepareHandlerDirectory());
         Instrumentation instrumentation = ByteBuddyAgent.install();
         new AgentBuilder.Default()
                 .disableClassFormatChanges()
@@ -69,12 +61,7 @@ public class PluginSwitch implements IExecutionListener {
                 .type(named("org.apache.pulsar.broker.PulsarService"))
                 .transform(new AgentBuilder.Transformer.ForAdvice()
                         .include(PluginSwitch.class.getClassLoader())
-                        .advice(named("start").and(takesArguments(0)), OnStart.class.getName())
-                        .advice(named("closeAsync").and(takesArguments(boolean.class)), OnClose.class.getName()))
-                .type(named("org.apache.pulsar.broker.testcontext.AbstractTestPulsarService"))
-                .transform(new AgentBuilder.Transformer.ForAdvice()
-                        .include(PluginSwitch.class.getClassLoader())
-                        .advice(named("newBrokerInterceptor"), OnNewBrokerInterceptor.class.getName()))
+                        .advice(named("start").and(takesArguments(0)), OnStart.class.getName()))
                 .installOn(instrumentation);
         System.out.println("[pulsar-suite] every broker switched onto the plugin with " + overlay);
     }
@@ -84,8 +71,8 @@ public class PluginSwitch implements IExecutionListener {
         return Boolean.getBoolean("txnpreserver.suite.stock");
     }
 
-    /** The plugin jar, copied where a broker loads interceptors from, as install.sh does. */
-    private static Path prepareInterceptorDirectory() {
+    /** The plugin jar, copied where a broker loads protocol handlers from, as install.sh does. */
+    private static Path prepareHandlerDirectory() {
         try {
             Path jar = Path.of(PreservingMetadataStoreProvider.class.getProtectionDomain().getCodeSource()
                     .getLocation().toURI());
@@ -94,9 +81,9 @@ public class PluginSwitch implements IExecutionListener {
                         + "): run the suite with 'mvn verify', which packages it first");
             }
             Path directory = Path.of(System.getProperty("txnpreserver.suite.work.dir", "target/suite"))
-                    .toAbsolutePath().resolve("interceptors");
+                    .toAbsolutePath().resolve("protocols");
             Files.createDirectories(directory);
-            Files.copy(jar, directory.resolve(INTERCEPTOR_NAME + ".nar"), StandardCopyOption.REPLACE_EXISTING);
+            Files.copy(jar, directory.resolve(HANDLER_NAME + ".nar"), StandardCopyOption.REPLACE_EXISTING);
             return directory;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -106,7 +93,7 @@ public class PluginSwitch implements IExecutionListener {
     }
 
     /** The keys of broker-conf-overlay/txn-preserver.conf, with install.sh's substitutions. */
-    private static Map<String, String> readOverlay(Path interceptorDirectory) {
+    private static Map<String, String> readOverlay(Path handlerDirectory) {
         Path file = Path.of(System.getProperty("txnpreserver.suite.overlay",
                 "../broker-conf-overlay/txn-preserver.conf"));
         Map<String, String> keys = new LinkedHashMap<>();
@@ -119,8 +106,8 @@ public class PluginSwitch implements IExecutionListener {
                 }
                 String key = trimmed.substring(0, equals).strip();
                 String value = trimmed.substring(equals + 1).strip()
-                        .replace("@INTERCEPTORS_DIRECTORY@", interceptorDirectory.toString())
-                        .replace("@BROKER_INTERCEPTORS@", INTERCEPTOR_NAME)
+                        .replace("@PROTOCOL_HANDLER_DIRECTORY@", handlerDirectory.toString())
+                        .replace("@MESSAGING_PROTOCOLS@", HANDLER_NAME)
                         .replace("@PERSIST_COUNT@", System.getProperty("txnpreserver.suite.persistCount", "100"));
                 if (!LEFT_TO_THE_TEST.contains(key)) {
                     keys.put(key, value);
@@ -140,40 +127,11 @@ public class PluginSwitch implements IExecutionListener {
                 && !PreservingMetadataStoreProvider.class.getName().equals(provider)) {
             keys.remove("transactionMetadataStoreProviderClassName");
         }
-        Set<String> interceptors = new LinkedHashSet<>(conf.getBrokerInterceptors());
-        interceptors.add(INTERCEPTOR_NAME);
-        keys.put("brokerInterceptors", String.join(",", interceptors));
+        Set<String> protocols = new LinkedHashSet<>(conf.getMessagingProtocols());
+        protocols.add(HANDLER_NAME);
+        keys.put("messagingProtocols", String.join(",", protocols));
         FieldParser.update(keys, conf);
         keys.forEach(conf.getProperties()::setProperty);
-    }
-
-    /**
-     * A test gave the broker an interceptor object of its own, so the broker does not load the
-     * configured ones: the plugin's is loaded through Pulsar's loader and initialized here, at
-     * the point where the broker initializes its own.
-     */
-    public static void loadBeside(PulsarService pulsar) throws Exception {
-        if (BESIDE.containsKey(pulsar)) {
-            return;
-        }
-        ServiceConfiguration onlyThePlugin = new ServiceConfiguration();
-        onlyThePlugin.setBrokerInterceptorsDirectory(pulsar.getConfiguration().getBrokerInterceptorsDirectory());
-        onlyThePlugin.setBrokerInterceptors(Set.of(INTERCEPTOR_NAME));
-        onlyThePlugin.setNarExtractionDirectory(pulsar.getConfiguration().getNarExtractionDirectory());
-        BrokerInterceptor plugin = BrokerInterceptors.load(onlyThePlugin);
-        if (plugin == null) {
-            throw new IllegalStateException("the plugin's interceptor archive did not load from "
-                    + onlyThePlugin.getBrokerInterceptorsDirectory());
-        }
-        plugin.initialize(pulsar);
-        BESIDE.put(pulsar, plugin);
-    }
-
-    public static void closeBeside(PulsarService pulsar) {
-        BrokerInterceptor plugin = BESIDE.remove(pulsar);
-        if (plugin != null) {
-            plugin.close();
-        }
     }
 
     /** Inlined at the start of {@code PulsarService.start()}. */
@@ -181,25 +139,6 @@ public class PluginSwitch implements IExecutionListener {
         @Advice.OnMethodEnter
         public static void enter(@Advice.This PulsarService pulsar) {
             PluginSwitch.switchOn(pulsar.getConfiguration());
-        }
-    }
-
-    /** Inlined at the end of the test brokers' {@code newBrokerInterceptor()}. */
-    public static class OnNewBrokerInterceptor {
-        @Advice.OnMethodExit
-        public static void exit(@Advice.This PulsarService pulsar, @Advice.Return BrokerInterceptor chosen)
-                throws Exception {
-            if (!(chosen instanceof BrokerInterceptors)) {
-                PluginSwitch.loadBeside(pulsar);
-            }
-        }
-    }
-
-    /** Inlined at the start of {@code PulsarService.closeAsync(boolean)}. */
-    public static class OnClose {
-        @Advice.OnMethodEnter
-        public static void enter(@Advice.This PulsarService pulsar) {
-            PluginSwitch.closeBeside(pulsar);
         }
     }
 }

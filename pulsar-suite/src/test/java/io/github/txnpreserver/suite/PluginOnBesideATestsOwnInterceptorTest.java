@@ -6,12 +6,13 @@ import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
- * The brokers of {@code TransactionTestBase} get an interceptor object from the test, so the
- * broker loads no configured interceptor: the suite loads the plugin's archive beside it.
- * Three brokers, so that coordinators are spread over them as in the assignment tests.
+ * The brokers of {@code TransactionTestBase} get an interceptor object from the test, which
+ * makes a broker skip the interceptors it is configured with; the plugin, a protocol
+ * handler, comes in through the configuration all the same. Three brokers, so that
+ * coordinators are spread over them as in the assignment tests.
  */
 @Test(groups = "broker")
-public class PluginOnBesideTheTestsInterceptorTest extends TransactionTestBase {
+public class PluginOnBesideATestsOwnInterceptorTest extends TransactionTestBase {
 
     @BeforeClass(alwaysRun = true)
     protected void setup() throws Exception {
