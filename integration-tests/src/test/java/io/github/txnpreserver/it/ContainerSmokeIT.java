@@ -34,8 +34,9 @@ class ContainerSmokeIT {
                     "/pulsar/protocols/txn-preserver.nar")
             .withEnv("transactionMetadataStoreProviderClassName",
                     "io.github.txnpreserver.broker.PreservingMetadataStoreProvider")
-            .withEnv("protocolHandlerDirectory", "/pulsar/protocols")
-            .withEnv("messagingProtocols", "txn-preserver")
+            // Keys the shipped configuration files lack: only the PULSAR_PREFIX_ form adds them.
+            .withEnv("PULSAR_PREFIX_protocolHandlerDirectory", "/pulsar/protocols")
+            .withEnv("PULSAR_PREFIX_messagingProtocols", "txn-preserver")
             .withEnv("PULSAR_PREFIX_transactionMetaPersistCount", "100");
 
     @Test

@@ -65,9 +65,10 @@ public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics
     private static final Map<Object, CompletableFuture<BrokerContext>> INSTALLED = new ConcurrentHashMap<>();
 
     public static void install(Object broker, BrokerContext context) {
-        // Under the map's lock for this broker, as the end of a wait is: neither loses the other.
-        INSTALLED.compute(broker, (key, awaited) -> awaited != null && awaited.complete(context)
-                ? awaited : CompletableFuture.completedFuture(context));
+        CompletableFuture<BrokerContext> slot = INSTALLED.compute(broker, (key, awaited) ->
+                awaited == null || awaited.isDone() ? new CompletableFuture<>() : awaited);
+        // Outside the map's lock: the openings waiting for it go on elsewhere (see await).
+        slot.complete(context);
     }
 
     /** Removes this broker's context only: the other brokers of the JVM keep theirs. */
@@ -90,14 +91,13 @@ public record BrokerContext(PreserverConfig config, StateTopicOpener stateTopics
             return installed;
         }
         CompletableFuture<BrokerContext> answer = new CompletableFuture<>();
-        installed.whenComplete((context, error) -> answer.complete(context));
-        CompletableFuture.delayedExecutor(wait.toMillis(), TimeUnit.MILLISECONDS).execute(() -> {
-            if (answer.completeExceptionally(new IllegalStateException("not installed within " + wait))) {
-                // Not loaded on this broker: no entry outlives the wait.
-                INSTALLED.computeIfPresent(broker, (key, awaited) -> awaited == installed && !awaited.isDone()
-                        ? null : awaited);
-            }
-        });
+        // Not on the thread that installs it (the broker's start, with the archive's class
+        // loader as its context): an opening goes on in the common pool.
+        installed.whenCompleteAsync((context, error) -> answer.complete(context));
+        // Each opening gives up on its own; the slot stays for the others and for the install
+        // (a broker that never starts the handler keeps one empty slot).
+        CompletableFuture.delayedExecutor(wait.toMillis(), TimeUnit.MILLISECONDS).execute(() ->
+                answer.completeExceptionally(new IllegalStateException("not installed within " + wait)));
         return answer;
     }
 }

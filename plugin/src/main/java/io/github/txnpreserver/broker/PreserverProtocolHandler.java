@@ -51,7 +51,10 @@ public class PreserverProtocolHandler implements ProtocolHandler {
     /** Its name in {@code messagingProtocols} and in its archive's {@code pulsar-protocol-handler.yml}. */
     public static final String NAME = "txn-preserver";
     /** This broker's key for its context and metrics (its client timer, which openStore receives too). */
-    private Object broker;
+    private volatile Object broker;
+    private volatile BrokerContext installed;
+    /** How long a closing broker keeps the state topics' client for coordinators still closing. */
+    static final Duration CLOSE_WAIT = Duration.ofSeconds(60);
     /**
      * How long a state-topic write may take before it fails, its writer is replaced and the
      * end of the transaction is retried: well inside a client's 30 s operation timeout, so
@@ -93,7 +96,8 @@ public class PreserverProtocolHandler implements ProtocolHandler {
                     + " set it to {} to keep outcomes", provider, PreservingMetadataStoreProvider.class.getName());
         }
         log.info("Transaction outcome preserver configured: {}", config);
-        PulsarLines.Assessment where = PulsarLines.assess(PulsarVersion.getVersion());
+        PulsarLines.Assessment where = PulsarLines.assess(PulsarVersion.getVersion(),
+                !configuration.getBrokerInterceptors().isEmpty());
         if (where.warn()) {
             log.warn("Transaction outcome preserver: {}", where.message());
         } else {
@@ -121,6 +125,7 @@ public class PreserverProtocolHandler implements ProtocolHandler {
                 (coordinatorId, store) -> release(pulsar, coordinatorId, store));
         broker = pulsar.getBrokerClientSharedTimer();
         PreserverMetrics.register(broker, pulsar.getConfiguration().getClusterName(), context.preservers().values());
+        installed = context;
         BrokerContext.install(broker, context);
     }
 
@@ -197,12 +202,38 @@ public class PreserverProtocolHandler implements ProtocolHandler {
         return stateTopicClient;
     }
 
+    /**
+     * The broker closes its protocol handlers first, before it unloads its topics and closes
+     * its coordinators, which go on serving meanwhile: the context and the state topics'
+     * client stay until every coordinator of this broker has closed (at most
+     * {@link #CLOSE_WAIT}), so that their writes go on rather than fail and retry.
+     */
     @Override
     public void close() {
-        if (broker != null) {
-            PreserverMetrics.unregister(broker);
-            BrokerContext.clear(broker);
+        Object closing = broker;
+        BrokerContext context = installed;
+        if (closing == null || context == null) {
+            closeClient();
+            return;
         }
+        PreserverMetrics.unregister(closing);
+        long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
+        whenCoordinatorsClosed(context, deadline, () -> {
+            BrokerContext.clear(closing);
+            closeClient();
+        });
+    }
+
+    private static void whenCoordinatorsClosed(BrokerContext context, long deadline, Runnable then) {
+        if (context.preservers().isEmpty() || System.nanoTime() - deadline >= 0) {
+            then.run();
+            return;
+        }
+        CompletableFuture.delayedExecutor(200, TimeUnit.MILLISECONDS).execute(() ->
+                whenCoordinatorsClosed(context, deadline, then));
+    }
+
+    private void closeClient() {
         PulsarClient client;
         synchronized (this) {
             closed = true;
@@ -210,9 +241,8 @@ public class PreserverProtocolHandler implements ProtocolHandler {
             stateTopicClient = null;
         }
         if (client != null) {
-            // The broker closes its protocol handlers first, before its topics and coordinators:
-            // a write still pending now fails as it would with the topics gone (the log keeps
-            // those outcomes for the next owner), and a later one waits for the next owner.
+            // A write still pending fails as it would with the topics gone: the log keeps
+            // those outcomes for the next owner.
             client.closeAsync();
         }
     }

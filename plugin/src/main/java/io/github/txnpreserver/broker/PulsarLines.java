@@ -15,8 +15,11 @@ final class PulsarLines {
     record Line(int major, int minor, String testedOn) {
     }
 
-    /** A release whose defect bears on the plugin, and the release that fixes it. */
-    record KnownDefect(String version, String defect, String fixedIn) {
+    /**
+     * A release whose defect bears on a broker the plugin runs on, and the release that fixes
+     * it; {@code withInterceptors}: only where broker interceptors are configured.
+     */
+    record KnownDefect(String version, String defect, String fixedIn, boolean withInterceptors) {
     }
 
     static final List<Line> TESTED = List.of(
@@ -27,7 +30,7 @@ final class PulsarLines {
     static final List<KnownDefect> DEFECTS = List.of(
             new KnownDefect("4.0.12", "with any broker interceptor loaded (this plugin loads none), every admin"
                     + " POST or PUT request with a JSON body fails with HTTP 400 (FAIL_ON_TRAILING_TOKENS,"
-                    + " apache/pulsar#26185): the operator's admin tools break", "4.0.13"));
+                    + " apache/pulsar#26185): the operator's admin tools break", "4.0.13", true));
 
     private static final Pattern VERSION = Pattern.compile("(\\d+)\\.(\\d+)\\.(\\d+).*");
 
@@ -38,7 +41,8 @@ final class PulsarLines {
     private PulsarLines() {
     }
 
-    static Assessment assess(String version) {
+    /** @param interceptors whether the broker is configured with broker interceptors (the plugin is none) */
+    static Assessment assess(String version, boolean interceptors) {
         Matcher matcher = VERSION.matcher(version == null ? "" : version.trim());
         if (!matcher.matches()) {
             return new Assessment(true, "Pulsar version '" + version + "' not recognised; the plugin supports "
@@ -46,7 +50,7 @@ final class PulsarLines {
         }
         String release = matcher.group(1) + "." + matcher.group(2) + "." + matcher.group(3);
         for (KnownDefect known : DEFECTS) {
-            if (known.version().equals(release)) {
+            if (known.version().equals(release) && (interceptors || !known.withInterceptors())) {
                 return new Assessment(true, "Pulsar " + version + ": " + known.defect() + "; fixed in "
                         + known.fixedIn() + ", upgrade the broker to it or later");
             }

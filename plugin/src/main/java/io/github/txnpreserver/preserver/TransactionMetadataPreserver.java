@@ -3,7 +3,6 @@ package io.github.txnpreserver.preserver;
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.time.Scheduler;
-import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -65,8 +64,7 @@ public final class TransactionMetadataPreserver {
     private final StateTopicCompaction compaction;
     private Restorer restorer;
     private final LookUps lookUps;
-    /** Sequences whose outcome from the log could not be kept: their log entries are never released here. */
-    private final LongOpenHashSet notKept = new LongOpenHashSet();
+    private final LogHold logHold;
     /** Written on the coordinator's thread only; read anywhere (a new end is refused once closed). */
     private volatile boolean closed;
     private volatile PreserverFigures figures = PreserverFigures.NONE;
@@ -88,6 +86,7 @@ public final class TransactionMetadataPreserver {
         this.memory = new MemoryShare(coordinatorId, index, scheduler, budget, this::changed);
         this.compaction = new StateTopicCompaction(coordinatorId, stateTopic, scheduler, pacing);
         this.lookUps = new LookUps(coordinatorId, index, scheduler, stats, RESTORE_WAIT);
+        this.logHold = new LogHold(coordinatorId, index, queue);
     }
 
     // ---- opening and closing
@@ -205,15 +204,10 @@ public final class TransactionMetadataPreserver {
         // entries is queued after it, and if it is never applied (closed first, or it fails)
         // the log keeps the entries, so the next owner replays the outcome.
         boolean queued = scheduler.defer(() -> {
-            if (closed) {
-                return;
+            if (!closed) {
+                logHold.decided(sequence, outcome == Outcome.COMMITTED, owner, scheduler.millis());
+                changed();
             }
-            try {
-                index.decide(sequence, outcome == Outcome.COMMITTED, owner, scheduler.millis());
-            } catch (RuntimeException e) {
-                markNotKept(sequence, e);
-            }
-            changed();
         });
         return queued ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(closedError());
     }
@@ -234,18 +228,16 @@ public final class TransactionMetadataPreserver {
      */
     public void keepFromLog(TxnID txnId, Outcome outcome, String owner, long endMillis) {
         scheduler.defer(() -> {
-            if (closed) {
-                return;
+            if (!closed) {
+                // Noted in this task if it cannot be kept: the log's release is queued behind it.
+                long sequence = txnId.getLeastSigBits();
+                try {
+                    logHold.replayed(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
+                } catch (IllegalArgumentException notOurs) {
+                    logHold.notKept(sequence, notOurs);
+                }
+                changed();
             }
-            long sequence = txnId.getLeastSigBits();
-            try {
-                index.decide(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
-                index.ended(sequence);
-            } catch (RuntimeException e) {
-                // Noted in this task: the log's release of its entries is queued behind it.
-                markNotKept(sequence, e);
-            }
-            changed();
         });
     }
 
@@ -255,13 +247,7 @@ public final class TransactionMetadataPreserver {
      * not read; the preserver for an outcome it could not keep.
      */
     public void notKept(long sequence, Throwable cause) {
-        scheduler.execute(() -> markNotKept(sequence, cause));
-    }
-
-    private void markNotKept(long sequence, Throwable cause) {
-        notKept.add(sequence);
-        log.error("Coordinator {}: could not keep the outcome of transaction {} from the log; its log entries stay"
-                + " for the next owner's replay", coordinatorId, sequence, cause);
+        scheduler.execute(() -> logHold.notKept(sequence, cause));
     }
 
     /**
@@ -272,9 +258,8 @@ public final class TransactionMetadataPreserver {
      */
     public void afterOutcomeDurable(long sequence, Runnable action) {
         scheduler.defer(() -> {
-            if (!closed && !notKept.contains(sequence)) {
-                long block = BlockRecordCodec.blockOf(sequence);
-                queue.afterDurable(block, index.isHeld(block), action);
+            if (!closed) {
+                logHold.afterDurable(sequence, action);
             }
         });
     }
@@ -303,7 +288,7 @@ public final class TransactionMetadataPreserver {
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
         onThread(answer, () -> {
-            if (txnId.getMostSigBits() == coordinatorId && notKept.contains(txnId.getLeastSigBits())) {
+            if (txnId.getMostSigBits() == coordinatorId && logHold.isNotKept(txnId.getLeastSigBits())) {
                 // Ended, outcome unknown here: "not found" would be wrong; the next owner replays it from the log.
                 throw new PreserverUnavailableException("the outcome of " + txnId + " could not be kept by"
                         + " coordinator " + coordinatorId + "; its next owner replays it from the log");

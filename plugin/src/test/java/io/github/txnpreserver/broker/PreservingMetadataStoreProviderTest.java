@@ -107,6 +107,25 @@ class PreservingMetadataStoreProviderTest {
         assertThat(await(opening)).isSameAs(stockStore);
     }
 
+    /** An opening that gives up leaves the others waiting: none of them misses the hand-over. */
+    @Test
+    void anOpeningThatGaveUpDoesNotMakeALaterOneMissTheHandOver() {
+        TransactionMetadataStore stockStore = mock(TransactionMetadataStore.class);
+        when(stock.openStore(tcId, factory, ledgerConfig, timeoutTracker, recoverTracker, 7, writerConfig, timer))
+                .thenReturn(CompletableFuture.completedFuture(stockStore));
+        PreservingMetadataStoreProvider patient = new PreservingMetadataStoreProvider(stock, Duration.ofSeconds(5));
+        CompletableFuture<TransactionMetadataStore> impatient = open();
+        CompletableFuture<TransactionMetadataStore> waiting = patient.openStore(tcId, factory, ledgerConfig,
+                timeoutTracker, recoverTracker, 7, writerConfig, timer);
+
+        assertThat(failureOf(impatient)).hasMessageContaining("messagingProtocols");
+        BrokerContext.install(timer, new BrokerContext(config(0), id -> {
+            throw new AssertionError("a pass-through opens no state topic");
+        }, Clock.systemUTC(), NO_ENDS, NO_RELEASE));
+
+        assertThat(await(waiting)).isSameAs(stockStore);
+    }
+
     @Test
     void aStateTopicThatCannotBeOpenedFailsTheCoordinatorLoadSoTheBrokerRetriesIt() {
         BrokerContext.install(timer, new BrokerContext(config(10),
