@@ -189,6 +189,41 @@ final class ClientFloor {
         ringOf.clear();
     }
 
+    /** Puts the entries of a block's 256 sequences into it. */
+    void fill(OutcomeBlock block) {
+        long first = block.firstSequence();
+        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+            long packed = get(first + offset, -1);
+            if (packed != -1) {
+                block.set(offset, committedOf(packed), timeOf(packed), ownerOf(packed));
+            }
+        }
+    }
+
+    /** Entries among a block's 256 sequences, whether or not the block still has them. */
+    int entriesOfBlock(long blockIndex) {
+        int count = 0;
+        long first = blockIndex << OutcomeBlock.SHIFT;
+        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
+            if (contains(first + offset)) {
+                count++;
+            }
+        }
+        return count;
+    }
+
+    /** The block's outcomes that no entry keeps: what dropping the block loses. */
+    int outside(OutcomeBlock block) {
+        int outside = 0;
+        long first = block.firstSequence();
+        for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
+            if (!contains(first + offset)) {
+                outside++;
+            }
+        }
+        return outside;
+    }
+
     /** One client's newest sequences, oldest first; grown with use up to the per-client count. */
     private static final class Ring {
         private long[] sequences = new long[4];

@@ -1,6 +1,5 @@
 package io.github.txnpreserver.preserver;
 
-import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.longs.LongArrayList;
 import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
@@ -39,7 +38,6 @@ final class OutcomeIndex {
     /** End times are stored as seconds since this instant (2020-01-01T00:00:00Z). */
     static final long TIME_EPOCH_MILLIS = 1_577_836_800_000L;
     private static final int BYTES_PER_PENDING = 64;
-    private static final int BYTES_PER_FLOOR_ONLY_BLOCK = 24;
 
     /** Receives the blocks whose record must be written again (or deleted). */
     @FunctionalInterface
@@ -54,8 +52,7 @@ final class OutcomeIndex {
     final BlocksByAge byAge = new BlocksByAge();
     final OwnerIds owners = new OwnerIds();
     final ClientFloor floor;
-    /** Blocks no longer in memory whose record still holds floor entries: how many. */
-    final Long2IntOpenHashMap floorOnlyBlocks = new Long2IntOpenHashMap();
+    final FloorOnlyBlocks floorOnlyBlocks = new FloorOnlyBlocks();
     /** Ends in progress (decided, terminal entry not durable yet): they pin their block. */
     private final LongOpenHashSet pending = new LongOpenHashSet();
     long blockBytes;
@@ -74,7 +71,6 @@ final class OutcomeIndex {
         this.floor = new ClientFloor(perClient, floorCap);
         this.timeToLiveMillis = timeToLiveMillis;
         this.changes = changes;
-        floorOnlyBlocks.defaultReturnValue(0);
     }
 
     /** The stored form of a wall-clock time: whole seconds since 2020, rounded up (never expires early). */
@@ -168,7 +164,7 @@ final class OutcomeIndex {
         for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (droppable(block)) {
                 droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
-                int dropped = outcomesOutsideTheFloor(block);
+                int dropped = floor.outside(block);
                 drop(block);
                 memoryEvictions += dropped;
                 return dropped;
@@ -206,9 +202,9 @@ final class OutcomeIndex {
      */
     OutcomeBlock recordOf(long index) {
         OutcomeBlock block = blocks.get(index);
-        if (block == null && floorOnlyBlocks.containsKey(index)) {
+        if (block == null && floorOnlyBlocks.contains(index)) {
             block = new OutcomeBlock(index);
-            fillFromFloor(block);
+            floor.fill(block);
         }
         return block == null || block.count() == 0 ? null : block;
     }
@@ -216,7 +212,7 @@ final class OutcomeIndex {
     /** Every block that has a record: the topic was created again and must get them all. */
     LongArrayList blocksWithRecords() {
         LongArrayList indexes = new LongArrayList(blocks.keySet());
-        for (long index : floorOnlyBlocks.keySet()) {
+        for (long index : floorOnlyBlocks.indexes()) {
             if (!blocks.containsKey(index)) {
                 indexes.add(index);
             }
@@ -238,11 +234,7 @@ final class OutcomeIndex {
 
     /** Outcomes kept: in blocks, and floor entries whose block is gone. */
     long size() {
-        long floorOnly = 0;
-        for (int count : floorOnlyBlocks.values()) {
-            floorOnly += count;
-        }
-        return blockOutcomes + floorOnly;
+        return blockOutcomes + floorOnlyBlocks.outcomes();
     }
 
     /** Keys of the state topic's compacted view: one per block with a record. */
@@ -258,7 +250,7 @@ final class OutcomeIndex {
     /** Heap bytes of the kept outcomes and their bookkeeping. */
     long bytes() {
         return blockBytes + floor.bytes() + owners.bytes() + (long) BYTES_PER_PENDING * pending.size()
-                + (long) BYTES_PER_FLOOR_ONLY_BLOCK * floorOnlyBlocks.size();
+                + floorOnlyBlocks.bytes();
     }
 
     /** Age of the oldest outcome in the window (floor entries past it not counted); 0 when empty. */
@@ -343,10 +335,10 @@ final class OutcomeIndex {
         OutcomeBlock block = new OutcomeBlock(index);
         blocks.put(index, block);
         byAge.linkNewest(block);
-        if (floorOnlyBlocks.containsKey(index)) {
+        if (floorOnlyBlocks.contains(index)) {
             // Its record still holds floor entries: the block's next record must too.
             floorOnlyBlocks.remove(index);
-            fillFromFloor(block);
+            floor.fill(block);
             for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
                 owners.retain(block.owner(offset));
             }
@@ -367,7 +359,7 @@ final class OutcomeIndex {
         }
         // Over every offset: a floor entry may outlive its block entry (expired from the block,
         // not yet from the floor, which expires each client in end order).
-        int floorEntries = floorEntriesOf(block.index);
+        int floorEntries = floor.entriesOfBlock(block.index);
         blockOutcomes -= block.count();
         blockBytes -= block.bytes();
         byAge.unlink(block);
@@ -395,52 +387,12 @@ final class OutcomeIndex {
     void floorEntryRemoved(long sequence, long packed) {
         owners.release(ClientFloor.ownerOf(packed));
         long index = OutcomeBlock.indexOf(sequence);
-        if (blocks.containsKey(index) || !floorOnlyBlocks.containsKey(index)) {
+        if (blocks.containsKey(index) || !floorOnlyBlocks.contains(index)) {
             return;
         }
-        int left = floorOnlyBlocks.get(index) - 1;
-        if (left > 0) {
-            floorOnlyBlocks.put(index, left);
-        } else {
-            floorOnlyBlocks.remove(index);
+        if (floorOnlyBlocks.removeOne(index)) {
             changes.changed(index);
         }
-    }
-
-    /** Puts the floor entries of a block's sequences into it. */
-    private void fillFromFloor(OutcomeBlock block) {
-        long first = block.firstSequence();
-        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
-            long packed = floor.get(first + offset, -1);
-            if (packed != -1) {
-                block.set(offset, ClientFloor.committedOf(packed), ClientFloor.timeOf(packed),
-                        ClientFloor.ownerOf(packed));
-            }
-        }
-    }
-
-    /** The block's outcomes that no floor entry keeps: what dropping it loses. */
-    private int outcomesOutsideTheFloor(OutcomeBlock block) {
-        int outside = 0;
-        long first = block.firstSequence();
-        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
-            if (!floor.contains(first + offset)) {
-                outside++;
-            }
-        }
-        return outside;
-    }
-
-    /** Floor entries among a block's 256 sequences, whether or not the block still has them. */
-    int floorEntriesOf(long index) {
-        int entries = 0;
-        long first = index << OutcomeBlock.SHIFT;
-        for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
-            if (floor.contains(first + offset)) {
-                entries++;
-            }
-        }
-        return entries;
     }
 
     static int next(OutcomeBlock block, int offset) {

@@ -13,4 +13,11 @@ public record PreserverFigures(long kept, long keys, long bytes, int floorEntrie
                                Long droppedThroughMillis, int waitingEnds) {
 
     static final PreserverFigures NONE = new PreserverFigures(0, 0, 0, 0, 0, 0, 0, 0, 0, null, 0);
+
+    /** On the coordinator's thread. */
+    static PreserverFigures of(OutcomeIndex index, DurabilityQueue queue, long nowMillis) {
+        return new PreserverFigures(index.size(), index.keyCount(), index.bytes(), index.floorSize(), index.clients(),
+                index.windowMillis(nowMillis), index.memoryEvictions(), index.floorEvictions(), index.expirations(),
+                index.droppedThroughMillis(), queue.waiting());
+    }
 }

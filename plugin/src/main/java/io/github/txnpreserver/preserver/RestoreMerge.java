@@ -29,7 +29,7 @@ final class RestoreMerge {
         int[] remap = new int[restored.owners().highestId() + 1];
         Arrays.fill(remap, -1);
         for (OutcomeBlock staged : newestFirst) {
-            if (!index.blocks.containsKey(staged.index) && index.floorOnlyBlocks.containsKey(staged.index)) {
+            if (!index.blocks.containsKey(staged.index) && index.floorOnlyBlocks.contains(staged.index)) {
                 // Dropped by the memory bound while the restore read (held index.blocks are not), so
                 // written by this coordinator, whose index.floor entries and record are newer than a
                 // copy a second read may have found.
@@ -102,7 +102,7 @@ final class RestoreMerge {
                         .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
             }
         });
-        long[] formerlyFloorOnly = index.floorOnlyBlocks.keySet().toLongArray();
+        long[] formerlyFloorOnly = index.floorOnlyBlocks.indexes().toLongArray();
         index.floor.clear();
         index.floorOnlyBlocks.clear();
         for (OutcomeBlock block = index.byAge.newest(); block != null; block = block.older) {
@@ -132,7 +132,7 @@ final class RestoreMerge {
             if (index.blocks.containsKey(block)) {
                 continue;
             }
-            int entries = index.floorEntriesOf(block);
+            int entries = index.floor.entriesOfBlock(block);
             if (entries > 0) {
                 index.floorOnlyBlocks.put(block, entries);
             } else {

@@ -18,9 +18,10 @@ import org.slf4j.LoggerFactory;
  * coordinator's compacted state topic ({@link StateTopicWriter}, {@link DurabilityQueue}),
  * restored when the coordinator opens ({@link Restorer}).
  *
- * <p><b>One owner.</b> All of that state belongs to the coordinator's {@link Scheduler}
- * thread: each public method hands its work to it as one task and answers through a future,
- * so nothing here takes a lock and every interleaving is an order of tasks. The only state
+ * <p><b>One owner.</b> All of that state belongs to the coordinator's thread
+ * ({@link CoordinatorThread}): each public method hands its work to it as one task and
+ * answers through a future, so nothing here takes a lock and every interleaving is an order
+ * of tasks. The only state
  * read from other threads is what it publishes: its heap bytes and oldest droppable end time
  * (for the broker's memory bound) and its {@link PreserverFigures} (for metrics).
  *
@@ -65,8 +66,7 @@ public final class TransactionMetadataPreserver {
     private Restorer restorer;
     private final LookUps lookUps;
     private final LogHold logHold;
-    /** Written on the coordinator's thread only; read anywhere (a new end is refused once closed). */
-    private volatile boolean closed;
+    private final CoordinatorThread thread;
     private volatile PreserverFigures figures = PreserverFigures.NONE;
 
     /**
@@ -79,6 +79,7 @@ public final class TransactionMetadataPreserver {
         this.stateTopic = stateTopic;
         this.scheduler = scheduler;
         this.budget = budget;
+        this.thread = new CoordinatorThread(coordinatorId, scheduler);
         this.index = new OutcomeIndex(config.persistCountPerClient(), config.maxKeptPerCoordinator(),
                 config.persistTime().toMillis(), queue::changed);
         this.writer = new StateTopicWriter(coordinatorId, stateTopic, scheduler, index, queue, stats, pacing,
@@ -99,8 +100,8 @@ public final class TransactionMetadataPreserver {
      * @return completes once the restore is done; fails only if the coordinator closes first
      */
     public CompletableFuture<Void> startRestore(LongSupplier highestSequence) {
-        scheduler.execute(() -> {
-            if (closed || restorer != null) {
+        thread.execute(() -> {
+            if (restorer != null) {
                 return;
             }
             index.hold(highestSequence.getAsLong());
@@ -133,15 +134,7 @@ public final class TransactionMetadataPreserver {
 
     /** Runs {@code task} on this coordinator's thread every {@code interval}, until it closes. */
     public void every(Duration interval, Runnable task) {
-        scheduler.schedule(() -> {
-            if (!closed) {
-                try {
-                    task.run();
-                } finally {
-                    every(interval, task);
-                }
-            }
-        }, interval);
+        thread.every(interval, task);
     }
 
     /** How to close the coordinator here once its writer was fenced or this broker no longer owns it. */
@@ -150,24 +143,17 @@ public final class TransactionMetadataPreserver {
     }
 
     public CompletableFuture<Void> closeAsync() {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        boolean queued = scheduler.execute(() -> {
-            closed = true;
+        CompletableFuture<Void> done = thread.close(() -> {
             if (restorer != null) {
                 restorer.close();
             }
             writer.close();
             // What waits for a record never runs: the log keeps those entries, the next owner replays them.
             queue.clear();
-            restored.completeExceptionally(closedError());
+            restored.completeExceptionally(thread.closedError());
             lookUps.close();
             memory.close();
-            done.complete(null);
         });
-        if (!queued) {
-            // Closed before, its thread shut down.
-            done.complete(null);
-        }
         // The scheduler belongs to whoever made it (the provider shuts it down once closed).
         return done.thenCompose(ignored -> stateTopic.closeAsync());
     }
@@ -189,8 +175,8 @@ public final class TransactionMetadataPreserver {
         } catch (IllegalArgumentException e) {
             return CompletableFuture.failedFuture(e);
         }
-        if (closed) {
-            return CompletableFuture.failedFuture(closedError());
+        if (thread.isClosed()) {
+            return CompletableFuture.failedFuture(thread.closedError());
         }
         // As the coordinator's thread last changed it: a bound, not an exact count.
         int waiting = queue.waiting() - queue.waitingForHeld();
@@ -203,22 +189,18 @@ public final class TransactionMetadataPreserver {
         // wait for this thread: whatever reads the outcome or releases the transaction's log
         // entries is queued after it, and if it is never applied (closed first, or it fails)
         // the log keeps the entries, so the next owner replays the outcome.
-        boolean queued = scheduler.defer(() -> {
-            if (!closed) {
-                logHold.decided(sequence, outcome == Outcome.COMMITTED, owner, scheduler.millis());
-                changed();
-            }
+        boolean queued = thread.defer(() -> {
+            logHold.decided(sequence, outcome == Outcome.COMMITTED, owner, scheduler.millis());
+            changed();
         });
-        return queued ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(closedError());
+        return queued ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(thread.closedError());
     }
 
     /** The transaction's terminal entry is durable: its outcome is kept like any other. */
     public void ended(TxnID txnId) {
-        scheduler.defer(() -> {
-            if (!closed) {
-                index.ended(sequenceOf(txnId));
-                publish();
-            }
+        thread.defer(() -> {
+            index.ended(sequenceOf(txnId));
+            publish();
         });
     }
 
@@ -227,17 +209,14 @@ public final class TransactionMetadataPreserver {
      * coordinator replays it: its record may not have landed before the coordinator stopped.
      */
     public void keepFromLog(TxnID txnId, Outcome outcome, String owner, long endMillis) {
-        scheduler.defer(() -> {
-            if (!closed) {
-                // Noted in this task if it cannot be kept: the log's release is queued behind it.
-                long sequence = txnId.getLeastSigBits();
-                try {
-                    logHold.replayed(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
-                } catch (IllegalArgumentException notOurs) {
-                    logHold.notKept(sequence, notOurs);
-                }
-                changed();
+        thread.defer(() -> {
+            // Noted in this task if it cannot be kept: the log's release is queued behind it.
+            try {
+                logHold.replayed(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
+            } catch (IllegalArgumentException notOurs) {
+                logHold.notKept(txnId.getLeastSigBits(), notOurs);
             }
+            changed();
         });
     }
 
@@ -257,11 +236,7 @@ public final class TransactionMetadataPreserver {
      * keeps those entries, and the next owner replays them.
      */
     public void afterOutcomeDurable(long sequence, Runnable action) {
-        scheduler.defer(() -> {
-            if (!closed) {
-                logHold.afterDurable(sequence, action);
-            }
-        });
+        thread.defer(() -> logHold.afterDurable(sequence, action));
     }
 
     /** Decides, ends, and completes once the outcome is durable (tests and tools: no log between). */
@@ -287,7 +262,7 @@ public final class TransactionMetadataPreserver {
      */
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
-        onThread(answer, () -> {
+        thread.answer(answer, () -> {
             if (txnId.getMostSigBits() == coordinatorId && logHold.isNotKept(txnId.getLeastSigBits())) {
                 // Ended, outcome unknown here: "not found" would be wrong; the next owner replays it from the log.
                 throw new PreserverUnavailableException("the outcome of " + txnId + " could not be kept by"
@@ -302,7 +277,7 @@ public final class TransactionMetadataPreserver {
 
     private void finishRestore(RestoredBlocks read, long records, long blockRecords, long blockBytes,
                                long startNanos) {
-        if (closed) {
+        if (thread.isClosed()) {
             return;
         }
         try {
@@ -331,17 +306,15 @@ public final class TransactionMetadataPreserver {
 
     /** Drops the outcomes past their time-to-live, from memory and from the state topic (also periodically). */
     public void expire() {
-        scheduler.execute(() -> {
-            if (!closed) {
-                index.expire(scheduler.millis());
-                changed();
-            }
+        thread.execute(() -> {
+            index.expire(scheduler.millis());
+            changed();
         });
     }
 
     /** Asks for the state topic's compaction threshold when {@link CompactionPacing} says it no longer fits. */
     void paceCompaction() {
-        if (!closed && !index.isHolding() && writer.state() != WriterState.RELEASING) {
+        if (!thread.isClosed() && !index.isHolding() && writer.state() != WriterState.RELEASING) {
             compaction.pace(index.keyCount());
         }
     }
@@ -377,31 +350,7 @@ public final class TransactionMetadataPreserver {
     }
 
     void publishFigures() {
-        figures = new PreserverFigures(index.size(), index.keyCount(), index.bytes(), index.floorSize(),
-                index.clients(), index.windowMillis(scheduler.millis()), index.memoryEvictions(),
-                index.floorEvictions(), index.expirations(), index.droppedThroughMillis(), queue.waiting());
-    }
-
-    /** Runs {@code task} on this coordinator's thread; a throw or a closed coordinator fails {@code answer}. */
-    private void onThread(CompletableFuture<?> answer, Runnable task) {
-        boolean queued = scheduler.execute(() -> {
-            if (closed) {
-                answer.completeExceptionally(closedError());
-                return;
-            }
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                answer.completeExceptionally(e);
-            }
-        });
-        if (!queued) {
-            answer.completeExceptionally(closedError());
-        }
-    }
-
-    private PreserverUnavailableException closedError() {
-        return new PreserverUnavailableException("coordinator " + coordinatorId + " closed");
+        figures = PreserverFigures.of(index, queue, scheduler.millis());
     }
 
     private long sequenceOf(TxnID txnId) {
@@ -421,7 +370,7 @@ public final class TransactionMetadataPreserver {
     /** The figures as of now: published on the coordinator's thread after what is queued there. */
     public CompletableFuture<PreserverFigures> currentFigures() {
         CompletableFuture<PreserverFigures> current = new CompletableFuture<>();
-        onThread(current, () -> {
+        thread.answer(current, () -> {
             publishFigures();
             current.complete(figures);
         });
@@ -442,16 +391,6 @@ public final class TransactionMetadataPreserver {
 
     public OutcomeMemoryBudget budget() {
         return budget;
-    }
-
-    /** On the coordinator's thread (tests): outcomes kept. */
-    long keptCount() {
-        return index.size();
-    }
-
-    /** On the coordinator's thread (tests): outcomes the memory bound dropped. */
-    long memoryEvictions() {
-        return index.memoryEvictions();
     }
 
     /** On the coordinator's thread (tests). */

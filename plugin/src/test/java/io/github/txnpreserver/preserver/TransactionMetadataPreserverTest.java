@@ -177,11 +177,6 @@ class TransactionMetadataPreserverTest {
         return io.github.txnpreserver.testing.Futures.await(future);
     }
 
-    /** Runs {@code read} on the coordinators' thread, as the preserver's own state is read. */
-    private <T> T onThread(java.util.function.Supplier<T> read) {
-        return CompletableFuture.supplyAsync(read, scheduler::execute).join();
-    }
-
     @Nested
     @DisplayName("writing")
     class Writing {
@@ -497,10 +492,10 @@ class TransactionMetadataPreserverTest {
                 await(bounded.preserve(txn(256L * i), Outcome.COMMITTED, "alice"));
             }
 
-            long kept = onThread(bounded::keptCount);
+            long kept = await(bounded.currentFigures()).kept();
             assertThat(kept).isBetween(1L, (long) ends - 1);
             assertThat(bounded.keptBytes()).isLessThanOrEqualTo(LIMIT);
-            assertThat(onThread(bounded::memoryEvictions)).isEqualTo(ends - kept);
+            assertThat(await(bounded.currentFigures()).memoryEvictions()).isEqualTo(ends - kept);
             for (int i = 0; i < ends; i++) {
                 assertThat(find(bounded, txn(256L * i)) != null).as("block %d kept", i).isEqualTo(i >= ends - kept);
             }
@@ -523,8 +518,8 @@ class TransactionMetadataPreserverTest {
             }
 
             assertThat(budget.usedBytes()).isLessThanOrEqualTo(LIMIT);
-            assertThat(onThread(quiet::memoryEvictions)).isPositive();
-            assertThat(onThread(busy::memoryEvictions)).isZero();
+            assertThat(await(quiet.currentFigures()).memoryEvictions()).isPositive();
+            assertThat(await(busy.currentFigures()).memoryEvictions()).isZero();
             assertThat(find(busy, new TxnID(TC + 1, 0))).isNotNull();
             assertThat(find(quiet, txn(0))).isNull();
         }
@@ -545,7 +540,7 @@ class TransactionMetadataPreserverTest {
             assertThat(find(next, txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(find(next, txn(2)).owner()).isNull();
             assertThat(find(next, txn(300))).isEqualTo(new KeptOutcome(txn(300), Outcome.ABORTED, "bob", NOW));
-            assertThat(onThread(next::keptCount)).isEqualTo(3);
+            assertThat(await(next.currentFigures()).kept()).isEqualTo(3);
             assertThat(next.stats().restoredRecords).isEqualTo(topic.entries().size());
         }
 
@@ -564,7 +559,7 @@ class TransactionMetadataPreserverTest {
             assertThat(find(next, txn(1))).isNull();
             assertThat(find(next, txn(256)).outcome()).isEqualTo(Outcome.ABORTED);
             assertThat(find(next, txn(257)).owner()).isEqualTo("bob");
-            assertThat(onThread(next::keptCount)).isEqualTo(2);
+            assertThat(await(next.currentFigures()).kept()).isEqualTo(2);
         }
 
         @Test
@@ -601,7 +596,7 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             assertThat(next.stats().malformedRecords.sum()).isEqualTo(10);
-            assertThat(onThread(next::keptCount)).isEqualTo(1);
+            assertThat(await(next.currentFigures()).kept()).isEqualTo(1);
             assertThat(find(next, txn(7 * 256 + 1))).isNotNull();
             assertThat(find(next, txn(5 * 256))).isNull();
         }
@@ -639,7 +634,7 @@ class TransactionMetadataPreserverTest {
             assertThat(find(next, txn(7 * 256 + 1))).isEqualTo(new KeptOutcome(txn(7 * 256 + 1), Outcome.COMMITTED,
                     "alice", NOW));
             assertThat(find(next, txn(5 * 256))).isNull();
-            assertThat(onThread(next::keptCount)).isEqualTo(1);
+            assertThat(await(next.currentFigures()).kept()).isEqualTo(1);
         }
 
         @Test
