@@ -254,6 +254,7 @@ public final class LocalCluster implements AutoCloseable {
         command.add(home.resolve("bin/pulsar").toString());
         command.addAll(arguments);
         ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().putAll(PulsarDistribution.javaEnvironment());
         builder.environment().putAll(jvmEnvironment(name, "-Xmx128m"));
         builder.redirectErrorStream(true);
         Path log = dir.resolve(name + ".out");

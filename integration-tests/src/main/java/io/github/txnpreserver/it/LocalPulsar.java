@@ -172,6 +172,7 @@ public final class LocalPulsar implements AutoCloseable {
         ProcessBuilder builder = new ProcessBuilder(pulsarHome.resolve("bin/pulsar").toString(),
                 "initialize-transaction-coordinator-metadata", "-cs", "zk:127.0.0.1:" + zookeeperPort,
                 "-c", "standalone", "--initial-num-transaction-coordinators", Integer.toString(count));
+        builder.environment().putAll(PulsarDistribution.javaEnvironment());
         builder.environment().put("PULSAR_MEM", "-Xmx128m");
         builder.environment().put("PULSAR_LOG_DIR", dir.resolve("logs").toString());
         builder.redirectErrorStream(true);

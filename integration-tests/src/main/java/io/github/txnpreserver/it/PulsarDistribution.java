@@ -5,15 +5,26 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The official Pulsar server distribution, unpacked once under the build folder, with the
  * plugin installed exactly as an operator installs it: {@code broker-conf-overlay/install.sh}.
+ *
+ * <p><b>Another Pulsar line.</b> With {@value #LINE_LIB} set to a folder of another release's
+ * broker jars (see {@code pulsar-lines/}), each copy has its {@code lib/} replaced by those
+ * jars: the distribution's scripts and configuration run that release's broker, as an
+ * operator's image of it would, and every test started from here runs on it.
+ * {@value #LINE_JAVA_HOME} names the JDK its brokers run on (Pulsar 5.0 needs Java 21).
  */
 public final class PulsarDistribution {
 
     private static final String VERSION = "4.0.8";
+    /** System property: a folder of another Pulsar release's broker jars, laid out as lib/. */
+    public static final String LINE_LIB = "txnpreserver.line.lib";
+    /** System property: JAVA_HOME of the brokers, when not the tests' own. */
+    public static final String LINE_JAVA_HOME = "txnpreserver.line.java.home";
     /** The provider of the test-hooks module (fault injection), for the brokers of fault tests only. */
     public static final String HOOKED_PROVIDER = "io.github.txnpreserver.testhooks.HookedMetadataStoreProvider";
     private static Path installed;
@@ -88,15 +99,78 @@ public final class PulsarDistribution {
             throw new IllegalStateException("Pulsar distribution " + archive + " is missing: build with Maven,"
                     + " which fetches org.apache.pulsar:pulsar-server-distribution:" + VERSION + ":tar.gz:bin");
         }
-        Path target = archive.getParent().resolve(folder);
+        String line = System.getProperty(LINE_LIB, "").isBlank() ? "" : "-" + lineVersion();
+        Path target = archive.getParent().resolve(folder + line);
         Path home = target.resolve("apache-pulsar-" + VERSION);
         if (!Files.isExecutable(home.resolve("bin/pulsar"))) {
             Files.createDirectories(target);
             // tar keeps the scripts' execute bits, which Maven's unpacking does not.
             run(List.of("tar", "-xzf", archive.toString(), "-C", target.toString()),
                     target.resolve("unpack.log"));
+            if (!line.isEmpty()) {
+                replaceLib(home, Paths.get(System.getProperty(LINE_LIB)));
+            }
         }
         return home;
+    }
+
+    /** The Pulsar release the brokers run: this distribution's, or the one of the jars in {@value #LINE_LIB}. */
+    public static String brokerVersion() {
+        return System.getProperty(LINE_LIB, "").isBlank() ? VERSION : lineVersion();
+    }
+
+    /**
+     * What every process started from the distribution gets in its environment: JAVA_HOME
+     * when {@value #LINE_JAVA_HOME} is set.
+     */
+    public static Map<String, String> javaEnvironment() {
+        String javaHome = System.getProperty(LINE_JAVA_HOME, "");
+        if (javaHome.isBlank()) {
+            return Map.of();
+        }
+        if (!Files.isExecutable(Paths.get(javaHome, "bin/java"))) {
+            throw new IllegalStateException(LINE_JAVA_HOME + "=" + javaHome + " has no bin/java: Pulsar "
+                    + brokerVersion() + " needs a newer JDK than the tests' (set -D" + LINE_JAVA_HOME + ")");
+        }
+        return Map.of("JAVA_HOME", javaHome);
+    }
+
+    /** The version of the pulsar-broker jar in {@value #LINE_LIB}. */
+    private static String lineVersion() {
+        Path versions = Paths.get(requiredProperty(LINE_LIB)).resolve("org/apache/pulsar/pulsar-broker");
+        try (var files = Files.list(versions)) {
+            return files.filter(Files::isDirectory).map(path -> path.getFileName().toString()).findFirst()
+                    .orElseThrow(() -> new IllegalStateException(versions + " is empty"));
+        } catch (IOException e) {
+            throw new IllegalStateException("No " + versions + ": build pulsar-lines/ with Maven (-Pfull)", e);
+        }
+    }
+
+    /**
+     * The distribution's lib/ with another release's broker jars instead of its own, named as
+     * the distribution names them ({@code groupId-artifactId-version.jar}, which install.sh
+     * reads), from a folder in the repository's layout ({@code group/path/artifact/version/}).
+     */
+    private static void replaceLib(Path home, Path jars) throws IOException {
+        Path lib = home.resolve("lib");
+        try (var files = Files.list(lib)) {
+            for (Path jar : files.filter(path -> path.getFileName().toString().endsWith(".jar")).toList()) {
+                Files.delete(jar);
+            }
+        }
+        List<Path> replacement;
+        try (var files = Files.walk(jars)) {
+            replacement = files.filter(path -> path.getFileName().toString().endsWith(".jar")).toList();
+        }
+        for (Path jar : replacement) {
+            Path relative = jars.relativize(jar);
+            int depth = relative.getNameCount();
+            if (depth < 4) {
+                throw new IllegalStateException(jar + " is not in the repository's layout under " + jars);
+            }
+            String group = relative.subpath(0, depth - 3).toString().replace('/', '.');
+            Files.copy(jar, lib.resolve(group + "-" + jar.getFileName()));
+        }
     }
 
     private static void run(List<String> command, Path log) throws IOException, InterruptedException {

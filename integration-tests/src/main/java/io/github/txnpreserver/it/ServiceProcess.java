@@ -42,6 +42,7 @@ public final class ServiceProcess {
         Files.writeString(logFile, "\n===== " + name + " start " + starts + " at " + Instant.now() + " =====\n",
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().putAll(PulsarDistribution.javaEnvironment());
         builder.environment().putAll(environment);
         builder.redirectErrorStream(true);
         builder.redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()));

@@ -6,18 +6,27 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.common.policies.data.RetentionPolicies;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
-@DisplayName("The broker's /metrics endpoint")
+/** What an operator sees of a broker with the plugin, on whichever Pulsar line the run is on. */
+@DisplayName("A broker with the plugin, as its operator sees it: /metrics, the admin API, the startup line")
 class MetricsIT {
 
     private static LocalPulsar pulsar;
@@ -65,6 +74,49 @@ class MetricsIT {
         assertThat(sample(metrics, "pulsar_txn_preserver_state_write_failures_total", "")).isZero();
         assertThat(sample(metrics, "pulsar_txn_preserver_restore_duration_seconds", "")).isGreaterThanOrEqualTo(0);
         assertThat(metrics).as("stock coordinator metrics still exported").contains("pulsar_txn_active_count{").contains("pulsar_txn_committed_total{");
+    }
+
+    /**
+     * Admin requests that carry a JSON body (POST and PUT) are served with the plugin loaded:
+     * on 4.0.12 any broker interceptor made each of them fail with HTTP 400 (apache/pulsar#26185);
+     * the plugin loads none.
+     */
+    @Test
+    void servesAdminRequestsWithAJsonBody() throws Exception {
+        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(pulsar.httpUrl()).build()) {
+            String namespace = "public/admin-" + System.nanoTime();
+            admin.namespaces().createNamespace(namespace, Set.of("standalone"));
+            admin.namespaces().setRetention(namespace, new RetentionPolicies(60, 10));
+            String topic = "persistent://" + namespace + "/t";
+            admin.topics().createNonPartitionedTopic(topic, Map.of("owner", "metrics-it"));
+            admin.topics().createSubscription(topic, "s", MessageId.earliest);
+            admin.topics().updateProperties(topic, Map.of("purpose", "admin writes"));
+
+            assertThat(admin.namespaces().getRetention(namespace).getRetentionTimeInMinutes()).isEqualTo(60);
+            assertThat(admin.topics().getSubscriptions(topic)).containsExactly("s");
+            assertThat(admin.topics().getProperties(topic)).containsEntry("purpose", "admin writes");
+        }
+    }
+
+    /** The plugin names the broker's Pulsar release at startup, and whether its line is supported. */
+    @Test
+    void namesTheBrokersReleaseAtStartup() throws Exception {
+        String release = PulsarDistribution.brokerVersion();
+        assertThat(brokerOutput()).contains("Transaction outcome preserver: Pulsar " + release + ": line "
+                + release.substring(0, release.lastIndexOf('.')) + " is supported");
+    }
+
+    private static String brokerOutput() throws Exception {
+        StringBuilder text = new StringBuilder(Files.readString(pulsar.logFile(), StandardCharsets.ISO_8859_1));
+        Path logs = pulsar.dir().resolve("logs");
+        if (Files.isDirectory(logs)) {
+            try (Stream<Path> files = Files.list(logs)) {
+                for (Path file : files.filter(Files::isRegularFile).toList()) {
+                    text.append(Files.readString(file, StandardCharsets.ISO_8859_1));
+                }
+            }
+        }
+        return text.toString();
     }
 
     private static String scrape() throws Exception {

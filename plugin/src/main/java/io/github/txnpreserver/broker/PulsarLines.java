@@ -23,9 +23,9 @@ final class PulsarLines {
     }
 
     static final List<Line> TESTED = List.of(
-            new Line(4, 0, "tested on 4.0.8 from the official distribution"),
-            new Line(4, 2, "checked on 4.2.4 from its broker jars"),
-            new Line(5, 0, "checked on 5.0.1 from its broker jars; Java 21 or later"));
+            new Line(4, 0, "tested on 4.0.8, its official distribution"),
+            new Line(4, 2, "tested on 4.2.4, its broker jars"),
+            new Line(5, 0, "tested on 5.0.1, its broker jars; Java 21 or later"));
 
     static final List<KnownDefect> DEFECTS = List.of(
             new KnownDefect("4.0.12", "with any broker interceptor loaded (this plugin loads none), every admin"

@@ -57,7 +57,20 @@ final class CoordinatorThread {
 
     /** Runs {@code task}; a throw, or a closed coordinator, fails {@code answer}. */
     void answer(CompletableFuture<?> answer, Runnable task) {
-        boolean queued = scheduler.execute(() -> {
+        answer(answer, task, scheduler::execute);
+    }
+
+    /**
+     * As {@link #answer}, without waking the thread for it ({@link Scheduler#defer}): for a
+     * question whose asker can wait {@link Scheduler#DEFER_BOUND} longer, and that may come
+     * once per transaction.
+     */
+    void answerDeferred(CompletableFuture<?> answer, Runnable task) {
+        answer(answer, task, scheduler::defer);
+    }
+
+    private void answer(CompletableFuture<?> answer, Runnable task, java.util.function.Predicate<Runnable> submit) {
+        boolean queued = submit.test(() -> {
             if (closed) {
                 answer.completeExceptionally(closedError());
                 return;
@@ -74,9 +87,10 @@ final class CoordinatorThread {
     }
 
     /**
-     * Runs {@code closing} once, as the last task: nothing given after it runs.
+     * Runs {@code closing} as the last task: nothing given after it runs. Only the first call
+     * runs it; a later one completes once the first has.
      *
-     * @return completes once it ran, or at once if the thread was shut down before
+     * @return completes once it ran (or threw), or at once if the thread was shut down before
      */
     CompletableFuture<Void> close(Runnable closing) {
         CompletableFuture<Void> done = new CompletableFuture<>();

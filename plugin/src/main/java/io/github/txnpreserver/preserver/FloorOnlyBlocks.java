@@ -2,6 +2,7 @@ package io.github.txnpreserver.preserver;
 
 import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.LongSet;
+import it.unimi.dsi.fastutil.longs.LongSets;
 
 /**
  * Blocks no longer in memory whose state-topic record still holds {@link ClientFloor}
@@ -38,6 +39,9 @@ final class FloorOnlyBlocks {
      * @return true if it was the last: the block's record must be deleted
      */
     boolean removeOne(long blockIndex) {
+        if (!entries.containsKey(blockIndex)) {
+            return false;
+        }
         int left = entries.get(blockIndex) - 1;
         outcomes--;
         if (left > 0) {
@@ -48,8 +52,9 @@ final class FloorOnlyBlocks {
         return true;
     }
 
+    /** A read-only view. */
     LongSet indexes() {
-        return entries.keySet();
+        return LongSets.unmodifiable(entries.keySet());
     }
 
     /** Floor entries in all these blocks' records. */

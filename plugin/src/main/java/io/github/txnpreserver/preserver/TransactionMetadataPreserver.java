@@ -144,15 +144,19 @@ public final class TransactionMetadataPreserver {
 
     public CompletableFuture<Void> closeAsync() {
         CompletableFuture<Void> done = thread.close(() -> {
-            if (restorer != null) {
-                restorer.close();
+            try {
+                if (restorer != null) {
+                    restorer.close();
+                }
+                writer.close();
+                // What waits for a record never runs: the log keeps those entries, the next owner replays them.
+                queue.clear();
+            } finally {
+                // Whatever failed above, nobody waits for ever.
+                restored.completeExceptionally(thread.closedError());
+                lookUps.close();
+                memory.close();
             }
-            writer.close();
-            // What waits for a record never runs: the log keeps those entries, the next owner replays them.
-            queue.clear();
-            restored.completeExceptionally(thread.closedError());
-            lookUps.close();
-            memory.close();
         });
         // The scheduler belongs to whoever made it (the provider shuts it down once closed).
         return done.thenCompose(ignored -> stateTopic.closeAsync());
@@ -262,7 +266,10 @@ public final class TransactionMetadataPreserver {
      */
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
-        thread.answer(answer, () -> {
+        // Deferred: a transaction no longer live is asked about by a client's retry, which can
+        // wait 10 ms more, and by the broker's timeout tracker, once for every transaction at
+        // its timeout: waking the thread for each would cost more than the lookup.
+        thread.answerDeferred(answer, () -> {
             if (txnId.getMostSigBits() == coordinatorId && logHold.isNotKept(txnId.getLeastSigBits())) {
                 // Ended, outcome unknown here: "not found" would be wrong; the next owner replays it from the log.
                 throw new PreserverUnavailableException("the outcome of " + txnId + " could not be kept by"
