@@ -212,6 +212,8 @@ public final class LocalCluster implements AutoCloseable {
         keys.put("ledgerDirectories", dir.resolve("bookie/ledgers").toString());
         keys.put("httpServerEnabled", "false");
         keys.put("prometheusStatsHttpPort", Integer.toString(statsPort));
+        // Nothing scrapes the bookie; its stats server is Jetty 9's, which Pulsar 4.2 and 5.0 do not ship.
+        keys.put("prometheusStatsHttpEnable", "false");
         keys.put("dbStorage_writeCacheMaxSizeMb", "32");
         keys.put("dbStorage_readAheadCacheMaxSizeMb", "32");
         keys.put("dbStorage_rocksDB_blockCacheSize", "16777216");

@@ -267,8 +267,9 @@ public final class TransactionMetadataPreserver {
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
         // Deferred: a transaction no longer live is asked about by a client's retry, which can
-        // wait 10 ms more, and by the broker's timeout tracker, once for every transaction at
-        // its timeout: waking the thread for each would cost more than the lookup.
+        // wait 10 ms more per lookup (a retried end makes two from off this thread), and by the
+        // broker's timeout tracker, once for every transaction at its timeout: waking the
+        // thread for each would cost more than the lookup.
         thread.answerDeferred(answer, () -> {
             if (txnId.getMostSigBits() == coordinatorId && logHold.isNotKept(txnId.getLeastSigBits())) {
                 // Ended, outcome unknown here: "not found" would be wrong; the next owner replays it from the log.

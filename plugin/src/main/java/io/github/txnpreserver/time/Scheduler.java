@@ -32,8 +32,8 @@ public interface Scheduler {
      * Runs {@code task} on the owning thread, after the tasks queued before it (by
      * {@link #execute} or here), without waking the thread for it alone: with the next task
      * that does, or within {@link #DEFER_BOUND}. For work nobody waits on (an end to note, a
-     * release to queue), so that a busy coordinator's thread wakes once for many of them
-     * rather than once each. A scheduler may run it as {@link #execute} does.
+     * release to queue) or whose asker can wait that long (a lookup of an ended transaction),
+     * so that a busy coordinator's thread wakes once for many of them rather than once each. A scheduler may run it as {@link #execute} does.
      *
      * @return false if the scheduler is shut down: the task will never run
      */
