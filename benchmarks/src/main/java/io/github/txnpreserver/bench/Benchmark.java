@@ -4,6 +4,7 @@ import io.github.txnpreserver.config.PreserverConfig;
 
 import io.github.txnpreserver.it.EndAnswer;
 import io.github.txnpreserver.it.LocalPulsar;
+import io.github.txnpreserver.it.PulsarDistribution;
 import io.github.txnpreserver.it.RetryingEndClient;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -33,6 +34,8 @@ public final class Benchmark {
     }
 
     public static void main(String[] args) throws Exception {
+        // Measured brokers run the compiler a production broker runs with.
+        System.setProperty(PulsarDistribution.FULL_JIT, "true");
         boolean quick = List.of(args).contains("--quick");
         int rounds = intArg(args, "--rounds", quick ? 1 : 2);
         // p99 of 2 000 commits is their 20th slowest: one GC pause or compaction pass moved a

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.bench;
 
 import io.github.txnpreserver.it.LocalPulsar;
+import io.github.txnpreserver.it.PulsarDistribution;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -28,6 +29,8 @@ public final class ThreadCpuProbe {
     }
 
     public static void main(String[] args) throws Exception {
+        // Measured brokers run the compiler a production broker runs with.
+        System.setProperty(PulsarDistribution.FULL_JIT, "true");
         int warmupSeconds = args.length > 0 ? Integer.parseInt(args[0]) : 150;
         // -Dtxnpreserver.bench.sides=stock,plugin and -Dtxnpreserver.bench.brokerJvmOptions=... (with
         // {side} replaced) run fewer brokers, e.g. each with a flight recording of its measured minute.

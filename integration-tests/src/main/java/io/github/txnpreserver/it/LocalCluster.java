@@ -221,7 +221,7 @@ public final class LocalCluster implements AutoCloseable {
         Path conf = writeConfig(home.resolve("conf/bookkeeper.conf"), "bookkeeper.conf", keys);
         Map<String, String> env = jvmEnvironment("bookie", "");
         env.put("BOOKIE_MEM", "-Xms128m -Xmx256m -XX:MaxDirectMemorySize=256m");
-        env.put("BOOKIE_GC", "-XX:+UseSerialGC");
+        env.put("BOOKIE_GC", PulsarDistribution.gcAndJitOptions());
         env.put("PULSAR_BOOKKEEPER_CONF", conf.toString());
         return new ServiceProcess("bookie", List.of(home.resolve("bin/pulsar").toString(), "bookie"), env,
                 dir.resolve("bookie.out"), bookiePort, statsPort);
@@ -274,7 +274,7 @@ public final class LocalCluster implements AutoCloseable {
         Map<String, String> env = new LinkedHashMap<>();
         env.put("PULSAR_LOG_DIR", dir.resolve("logs-" + name).toString());
         env.put("PULSAR_MEM", heap);
-        env.put("PULSAR_GC", "-XX:+UseSerialGC");
+        env.put("PULSAR_GC", PulsarDistribution.gcAndJitOptions());
         env.put("PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + tmp);
         return env;
     }

@@ -57,7 +57,7 @@ public final class LocalPulsar implements AutoCloseable {
                         "PULSAR_STANDALONE_CONF", dir.resolve("standalone.conf").toString(),
                         "PULSAR_LOG_DIR", dir.resolve("logs").toString(),
                         "PULSAR_MEM", HEAP,
-                        "PULSAR_GC", "-XX:+UseSerialGC",
+                        "PULSAR_GC", PulsarDistribution.gcAndJitOptions(),
                         "PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + dir.resolve("tmp")
                                 + " -Dzookeeper.admin.enableServer=false " + jvmOptions),
                 dir.resolve("broker.out"), brokerPort, webPort, zookeeperPort, bookiePort);

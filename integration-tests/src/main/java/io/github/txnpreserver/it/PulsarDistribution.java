@@ -25,6 +25,8 @@ public final class PulsarDistribution {
     public static final String LINE_LIB = "txnpreserver.line.lib";
     /** System property: JAVA_HOME of the brokers, when not the tests' own. */
     public static final String LINE_JAVA_HOME = "txnpreserver.line.java.home";
+    /** System property: true where the brokers' speed is measured (see {@link #gcAndJitOptions()}). */
+    public static final String FULL_JIT = "txnpreserver.brokers.fullJit";
     /** The provider of the test-hooks module (fault injection), for the brokers of fault tests only. */
     public static final String HOOKED_PROVIDER = "io.github.txnpreserver.testhooks.HookedMetadataStoreProvider";
     private static Path installed;
@@ -133,6 +135,16 @@ public final class PulsarDistribution {
                     + brokerVersion() + " needs a newer JDK than the tests' (set -D" + LINE_JAVA_HOME + ")");
         }
         return Map.of("JAVA_HOME", javaHome);
+    }
+
+    /**
+     * The garbage collector and compiler of every process started from the distribution. Test
+     * brokers live for seconds to minutes, so they run with C1 alone: a start takes about a
+     * quarter less time, and the tests start about a hundred. Measurements need the compiler a
+     * production broker runs with: {@value #FULL_JIT}=true (the benchmarks set it).
+     */
+    public static String gcAndJitOptions() {
+        return Boolean.getBoolean(FULL_JIT) ? "-XX:+UseSerialGC" : "-XX:+UseSerialGC -XX:TieredStopAtLevel=1";
     }
 
     /** The version of the pulsar-broker jar in {@value #LINE_LIB}. */

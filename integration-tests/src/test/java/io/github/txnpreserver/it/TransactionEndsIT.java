@@ -10,12 +10,9 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.PulsarVersion;
-import org.apache.pulsar.client.api.Consumer;
-import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
-import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.BeforeAll;
@@ -75,7 +72,7 @@ class TransactionEndsIT {
                 assertThat(abortDuringTheOutage.get(3, TimeUnit.MINUTES)).isEqualTo(TransactionOutcome.ABORTED);
             }
             try (PulsarClient client = client(pulsar)) {
-                assertThat(readAll(client, topic)).containsExactlyInAnyOrder("committed", "committed-by-the-helper");
+                assertThat(Txns.readAll(client, topic)).containsExactlyInAnyOrder("committed", "committed-by-the-helper");
             }
         }
     }
@@ -125,18 +122,5 @@ class TransactionEndsIT {
             Thread.sleep(200);
         }
         throw new AssertionError("The coordinator did not abort " + txnId + " on its timeout");
-    }
-
-    private static java.util.List<String> readAll(PulsarClient client, String topic) throws Exception {
-        java.util.List<String> values = new java.util.ArrayList<>();
-        try (Consumer<String> consumer = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("check")
-                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe()) {
-            Message<String> message;
-            while ((message = consumer.receive(3, TimeUnit.SECONDS)) != null) {
-                values.add(message.getValue());
-                consumer.acknowledge(message);
-            }
-        }
-        return values;
     }
 }

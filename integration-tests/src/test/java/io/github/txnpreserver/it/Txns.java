@@ -20,6 +20,8 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 /** What the tests do with the stock client, in one place. */
 final class Txns {
 
+    private static final String END_MARK = "end of the test's read ";
+
     private Txns() {
     }
 
@@ -87,19 +89,39 @@ final class Txns {
         throw new AssertionError(txnId + " did not reach " + prefix + "; last status: " + status);
     }
 
-    /** Everything a new subscription reads from the start of the topic, until 5 s pass without a message. */
+    /**
+     * Everything a new subscription reads from the start of the topic, up to an end mark this
+     * publishes after it: every transaction the test ended before sits before the mark, and the
+     * broker delivers nothing past an open one, so the read is complete when the mark arrives
+     * (marks of earlier reads are skipped). Fails if it does not arrive within two minutes,
+     * which a transaction left open longer than that would cause.
+     */
     static List<String> readAll(PulsarClient client, String topic) throws Exception {
+        String mark = END_MARK + System.nanoTime();
         List<String> values = new ArrayList<>();
         try (Consumer<String> consumer = client.newConsumer(Schema.STRING).topic(topic)
                 .subscriptionName("verify-" + System.nanoTime())
                 .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe()) {
-            Message<String> message;
-            while ((message = consumer.receive(5, TimeUnit.SECONDS)) != null) {
-                values.add(message.getValue());
+            try (Producer<String> marker = client.newProducer(Schema.STRING).topic(topic).create()) {
+                marker.send(mark);
+            }
+            Instant deadline = Instant.now().plus(Duration.ofMinutes(2));
+            while (Instant.now().isBefore(deadline)) {
+                Message<String> message = consumer.receive(1, TimeUnit.SECONDS);
+                if (message == null) {
+                    continue;
+                }
                 consumer.acknowledge(message);
+                if (mark.equals(message.getValue())) {
+                    return values;
+                }
+                if (!message.getValue().startsWith(END_MARK)) {
+                    values.add(message.getValue());
+                }
             }
         }
-        return values;
+        throw new AssertionError("The end mark of " + topic + " did not arrive within 2 minutes; read before it: "
+                + values);
     }
 
     static String uniqueTopic(String name) {
