@@ -6,16 +6,20 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.admin.PulsarAdminException;
+import org.apache.pulsar.client.api.PulsarClientException;
 
 /**
- * A Pulsar cluster built from the distribution with the plugin installed, as an operator
- * builds one: one ZooKeeper, {@code initialize-cluster-metadata}, one bookie, and several
- * brokers, each a process of its own on loopback ports.
+ * A Pulsar cluster built from the distribution, as an operator builds one: one ZooKeeper,
+ * {@code initialize-cluster-metadata}, one bookie, and several brokers (each with the plugin
+ * installed, or some stock), each a process of its own on loopback ports.
  *
  * <p>The brokers' metadata session timeout is short (6 s), so that a broker that dies or
  * pauses loses its bundles, and with them its coordinators, within seconds.
@@ -33,15 +37,16 @@ public final class LocalCluster implements AutoCloseable {
     private final ServiceProcess bookie;
     private final List<Broker> brokers = new ArrayList<>();
 
-    private LocalCluster(Path home, Path dir, int brokerCount, Map<String, String> brokerConfig) throws IOException {
-        this.home = home;
+    private LocalCluster(List<Path> brokerHomes, Path dir, Map<String, String> brokerConfig) throws IOException {
+        this.home = brokerHomes.get(0);
         this.dir = dir;
-        int[] ports = Ports.free(3 + 2 * brokerCount);
+        int[] ports = Ports.free(3 + 2 * brokerHomes.size());
         this.zookeeperPort = ports[0];
         this.zookeeper = zookeeperProcess();
         this.bookie = bookieProcess(ports[1], ports[2]);
-        for (int i = 0; i < brokerCount; i++) {
-            brokers.add(new Broker("broker-" + i, ports[3 + 2 * i], ports[4 + 2 * i], brokerConfig));
+        for (int i = 0; i < brokerHomes.size(); i++) {
+            brokers.add(new Broker("broker-" + i, brokerHomes.get(i), ports[3 + 2 * i], ports[4 + 2 * i],
+                    brokerConfig));
         }
     }
 
@@ -52,8 +57,18 @@ public final class LocalCluster implements AutoCloseable {
      */
     public static LocalCluster start(String name, int brokerCount, int coordinators, Map<String, String> brokerConfig)
             throws IOException, InterruptedException {
-        LocalCluster cluster = new LocalCluster(PulsarDistribution.withPluginInstalled(), LocalPulsar.newDir(name),
-                brokerCount, brokerConfig);
+        return start(name, Collections.nCopies(brokerCount, PulsarDistribution.withPluginInstalled()), coordinators,
+                brokerConfig);
+    }
+
+    /**
+     * As {@link #start(String, int, int, Map)}, broker i run from the installation
+     * {@code brokerHomes.get(i)}: with the plugin or stock, a cluster in the middle of a rolling
+     * rollout. ZooKeeper, the bookie and the tools run from the first.
+     */
+    public static LocalCluster start(String name, List<Path> brokerHomes, int coordinators,
+                                     Map<String, String> brokerConfig) throws IOException, InterruptedException {
+        LocalCluster cluster = new LocalCluster(brokerHomes, LocalPulsar.newDir(name), brokerConfig);
         try {
             cluster.zookeeper.start();
             Ports.awaitAnswer(cluster.zookeeperPort, START_TIMEOUT, cluster.zookeeper);
@@ -95,6 +110,44 @@ public final class LocalCluster implements AutoCloseable {
         return dir;
     }
 
+    /** The topic whose owner serves transaction coordinator {@code coordinator}. */
+    public static String coordinatorTopic(int coordinator) {
+        return "persistent://pulsar/system/transaction_coordinator_assign-partition-" + coordinator;
+    }
+
+    /** The broker that owns coordinator {@code coordinator}, asked through {@code askVia} (a live broker). */
+    public Broker ownerOfCoordinator(Broker askVia, int coordinator) throws PulsarClientException,
+            PulsarAdminException {
+        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(askVia.httpUrl()).build()) {
+            return brokerAt(admin.lookups().lookupTopic(coordinatorTopic(coordinator)));
+        }
+    }
+
+    /**
+     * Moves coordinator {@code coordinator} to {@code target}: unloads its bundle naming the
+     * destination (left to the load manager, a bundle can land on the same broker every time)
+     * until a lookup finds it there, within two minutes.
+     */
+    public void moveCoordinator(int coordinator, Broker target) throws PulsarClientException, PulsarAdminException,
+            InterruptedException {
+        String topic = coordinatorTopic(coordinator);
+        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(target.httpUrl()).build()) {
+            while (brokerAt(admin.lookups().lookupTopic(topic)) != target) {
+                if (Instant.now().isAfter(deadline)) {
+                    throw new IllegalStateException("Coordinator " + coordinator + " did not move to " + target);
+                }
+                try {
+                    admin.namespaces().unloadNamespaceBundle("pulsar/system", admin.lookups().getBundleRange(topic),
+                            target.brokerId());
+                } catch (PulsarAdminException e) {
+                    // being loaded somewhere just now: the next round unloads it
+                }
+                Thread.sleep(500);
+            }
+        }
+    }
+
     @Override
     public void close() throws InterruptedException {
         for (Broker broker : brokers) {
@@ -110,13 +163,14 @@ public final class LocalCluster implements AutoCloseable {
         private final String name;
         private final int brokerPort;
         private final int webPort;
-        private final ServiceProcess process;
+        private final Map<String, String> keys = new LinkedHashMap<>();
+        private ServiceProcess process;
 
-        private Broker(String name, int brokerPort, int webPort, Map<String, String> config) throws IOException {
+        private Broker(String name, Path home, int brokerPort, int webPort, Map<String, String> config)
+                throws IOException {
             this.name = name;
             this.brokerPort = brokerPort;
             this.webPort = webPort;
-            Map<String, String> keys = new LinkedHashMap<>();
             keys.put("metadataStoreUrl", "zk:127.0.0.1:" + zookeeperPort);
             keys.put("configurationMetadataStoreUrl", "zk:127.0.0.1:" + zookeeperPort);
             keys.put("metadataStoreSessionTimeoutMillis", SESSION_TIMEOUT_MILLIS);
@@ -132,11 +186,27 @@ public final class LocalCluster implements AutoCloseable {
             keys.put("defaultRetentionSizeInMB", "-1");
             keys.put("brokerShutdownTimeoutMs", "10000");
             keys.putAll(config);
+            this.process = processFrom(home);
+        }
+
+        /** The broker process run from {@code home}, with its broker.conf and this broker's keys on top. */
+        private ServiceProcess processFrom(Path home) throws IOException {
             Path conf = writeConfig(home.resolve("conf/broker.conf"), name + ".conf", keys);
             Map<String, String> env = jvmEnvironment(name, "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m");
             env.put("PULSAR_BROKER_CONF", conf.toString());
-            this.process = new ServiceProcess(name, List.of(home.resolve("bin/pulsar").toString(), "broker"), env,
+            return new ServiceProcess(name, List.of(home.resolve("bin/pulsar").toString(), "broker"), env,
                     dir.resolve(name + ".out"), brokerPort, webPort);
+        }
+
+        /**
+         * Stops the broker cleanly and starts it from another installation, on the same ports
+         * and with the same keys, as an operator switches the plugin on (or off) on one broker
+         * of a rolling rollout.
+         */
+        public void reinstall(Path home) throws IOException, InterruptedException {
+            process.stop();
+            process = processFrom(home);
+            start();
         }
 
         public String serviceUrl() {

@@ -26,8 +26,6 @@ import org.junit.jupiter.api.Test;
 @DisplayName("Coordinator failover on a two-broker cluster")
 class FailoverIT {
 
-    private static final String COORDINATOR_TOPIC =
-            "persistent://pulsar/system/transaction_coordinator_assign-partition-";
     private static final Map<String, String> PLUGIN = Map.of("transactionMetaPersistCount", "100");
 
     @Test
@@ -51,7 +49,7 @@ class FailoverIT {
                 live = Txns.open(client, Duration.ofMinutes(10));
                 producer.newMessage(live).value("live").send();
             }
-            LocalCluster.Broker owner = ownerOfCoordinator(cluster, cluster.broker(0), 0);
+            LocalCluster.Broker owner = cluster.ownerOfCoordinator(cluster.broker(0), 0);
             LocalCluster.Broker survivor = owner == cluster.broker(0) ? cluster.broker(1) : cluster.broker(0);
             assertThat(committed.stream().filter(txn -> txn.getMostSigBits() == 0)).as("ended on coordinator 0")
                     .isNotEmpty();
@@ -73,7 +71,7 @@ class FailoverIT {
                         .isEqualTo(EndAnswer.SUCCESS);
                 assertThat(retry.commit(live.getTxnID())).as("and retried").isEqualTo(EndAnswer.SUCCESS);
             }
-            assertThat(ownerOfCoordinator(cluster, survivor, 0)).isSameAs(survivor);
+            assertThat(cluster.ownerOfCoordinator(survivor, 0)).isSameAs(survivor);
             committedValues.add("live");
             try (PulsarClient client = transactionalClient(survivor.serviceUrl())) {
                 assertThat(Txns.readAll(client, topic)).containsExactlyInAnyOrderElementsOf(committedValues);
@@ -94,7 +92,7 @@ class FailoverIT {
             try (PulsarClient client = transactionalClient(cluster.serviceUrl())) {
                 // Loads the coordinator on one of the brokers.
                 Txns.open(client, Duration.ofMinutes(1)).abort().get();
-                oldOwner = ownerOfCoordinator(cluster, cluster.broker(0), 0);
+                oldOwner = cluster.ownerOfCoordinator(cluster.broker(0), 0);
             }
             LocalCluster.Broker newOwner = oldOwner == cluster.broker(0) ? cluster.broker(1) : cluster.broker(0);
 
@@ -155,7 +153,7 @@ class FailoverIT {
                  Producer<String> producer = Txns.producer(client, topic)) {
                 Txns.committed(client, producer, "loads-the-coordinator");
             }
-            LocalCluster.Broker coordinatorOwner = ownerOfCoordinator(cluster, cluster.broker(0), 0);
+            LocalCluster.Broker coordinatorOwner = cluster.ownerOfCoordinator(cluster.broker(0), 0);
             LocalCluster.Broker stateTopicOwner = coordinatorOwner == cluster.broker(0) ? cluster.broker(1)
                     : cluster.broker(0);
             moveStateTopicTo(cluster, coordinatorOwner, stateTopicOwner);
@@ -233,7 +231,7 @@ class FailoverIT {
         try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(coordinatorOwner.httpUrl()).build()) {
             for (int split = 0; split < 4; split++) {
                 String stateBundle = admin.lookups().getBundleRange(stateTopic);
-                if (!stateBundle.equals(admin.lookups().getBundleRange(COORDINATOR_TOPIC + 0))) {
+                if (!stateBundle.equals(admin.lookups().getBundleRange(LocalCluster.coordinatorTopic(0)))) {
                     break;
                 }
                 admin.namespaces().splitNamespaceBundle("pulsar/system", stateBundle, false, null);
@@ -241,7 +239,7 @@ class FailoverIT {
             }
             assertThat(admin.lookups().getBundleRange(stateTopic))
                     .as("the state topic and the coordinator in different bundles")
-                    .isNotEqualTo(admin.lookups().getBundleRange(COORDINATOR_TOPIC + 0));
+                    .isNotEqualTo(admin.lookups().getBundleRange(LocalCluster.coordinatorTopic(0)));
             Instant deadline = Instant.now().plus(Duration.ofMinutes(2));
             while (cluster.brokerAt(admin.lookups().lookupTopic(stateTopic)) != target) {
                 assertThat(Instant.now()).as("the state topic moved to " + target).isBefore(deadline);
@@ -254,20 +252,13 @@ class FailoverIT {
                 Thread.sleep(1_000);
             }
         }
-        assertThat(ownerOfCoordinator(cluster, coordinatorOwner, 0)).as("the coordinator stayed").isSameAs(
+        assertThat(cluster.ownerOfCoordinator(coordinatorOwner, 0)).as("the coordinator stayed").isSameAs(
                 coordinatorOwner);
     }
 
     private static PulsarClient transactionalClient(String serviceUrl) throws Exception {
         return PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
                 .operationTimeout(30, TimeUnit.SECONDS).build();
-    }
-
-    private static LocalCluster.Broker ownerOfCoordinator(LocalCluster cluster, LocalCluster.Broker askVia,
-                                                          int coordinator) throws Exception {
-        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(askVia.httpUrl()).build()) {
-            return cluster.brokerAt(admin.lookups().lookupTopic(COORDINATOR_TOPIC + coordinator));
-        }
     }
 
     private static void awaitOwner(LocalCluster cluster, LocalCluster.Broker expected, int coordinator)
@@ -277,7 +268,7 @@ class FailoverIT {
         Exception last = null;
         while (Instant.now().isBefore(deadline)) {
             try {
-                owner = ownerOfCoordinator(cluster, expected, coordinator);
+                owner = cluster.ownerOfCoordinator(expected, coordinator);
                 if (owner == expected) {
                     return;
                 }

@@ -1,0 +1,263 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A rolling rollout on a two-broker cluster: broker A has the plugin, broker B is stock. Under
+ * a steady load of commits and aborts, the coordinator moves A → B → A; then B gets the plugin
+ * (a clean restart from an installation with it) and the coordinator moves A → B → A again.
+ * After each move the ended transactions are retried, and at the end every answer any retry
+ * got is checked against what a consumer reads.
+ *
+ * <p>What a retry may answer, by where the transaction ended and where it is retried (the
+ * table in docs/operations.md): ended with the plugin, retried with the plugin: its outcome;
+ * ended with the plugin, retried on stock: {@code TransactionNotFound}, as stock answers any
+ * ended transaction; ended on stock: {@code TransactionNotFound}, or its outcome where the
+ * plugin replays it from the log. Never the other outcome.
+ */
+@DisplayName("A rolling rollout: one broker with the plugin, one without")
+class RollingRolloutIT {
+
+    private static final Map<String, String> CONFIG = Map.of(
+            // The stock broker needs it; the plugin's installation sets it already.
+            "transactionCoordinatorEnabled", "true",
+            "transactionMetaPersistCount", "100");
+    private static final int PER_PHASE = 150;
+
+    private enum Claim { COMMITTED, ABORTED, NOT_FOUND }
+
+    /** A transaction of the load: opened and ended in the phases given; confirmed if the client's end succeeded. */
+    private record Attempt(TxnID txn, String value, boolean commit, int openedIn, int endedIn, boolean confirmed) {
+
+        Claim trueOutcome() {
+            return commit ? Claim.COMMITTED : Claim.ABORTED;
+        }
+
+        /** Opened and ended while the coordinator stayed on one broker (even phases; odd ones are moves). */
+        boolean endedWithin(int phase) {
+            return confirmed && openedIn == phase && endedIn == phase;
+        }
+    }
+
+    private final AtomicInteger phase = new AtomicInteger();
+    private final List<Attempt> attempts = Collections.synchronizedList(new ArrayList<>());
+    private final Map<TxnID, Set<Claim>> claims = new HashMap<>();
+    private final Map<String, Map<Claim, Integer>> seen = new LinkedHashMap<>();
+
+    @Test
+    void noRetryIsAnsweredWrongAndSwitchingTheSecondBrokerOnCompletesThePicture() throws Exception {
+        try (LocalCluster cluster = LocalCluster.start("rollout",
+                List.of(PulsarDistribution.withPluginInstalled(), PulsarDistribution.stock()), 1, CONFIG)) {
+            LocalCluster.Broker withPlugin = cluster.broker(0);
+            LocalCluster.Broker stock = cluster.broker(1);
+            String topic = Txns.uniqueTopic("rollout");
+            cluster.moveCoordinator(0, withPlugin);
+
+            AtomicBoolean running = new AtomicBoolean(true);
+            Thread load = new Thread(() -> load(cluster, topic, running), "load");
+            load.start();
+            try {
+                awaitConfirmedIn(0);
+
+                moveTo(cluster, stock, 2);
+                // What the plugin made durable before it let the coordinator go.
+                Set<String> inStateTopic = stateTopicTransactions(withPlugin);
+                awaitConfirmedIn(2);
+                retry(cluster, "ended with the plugin (A), retried on stock (B)",
+                        a -> a.endedWithin(0), Set.of(Claim.NOT_FOUND));
+
+                moveTo(cluster, withPlugin, 4);
+                awaitConfirmedIn(4);
+                assertThat(retry(cluster, "ended with the plugin (A) and in its state topic, retried with it again (A)",
+                        a -> a.endedWithin(0) && inStateTopic.contains(StateTopicReader.nameOf(a.txn())),
+                        Set.of())).as("outcomes in the state topic when the coordinator left A").isPositive();
+                retry(cluster, "ended with the plugin (A) in its last second before the move, retried with it (A)",
+                        a -> a.endedWithin(0) && !inStateTopic.contains(StateTopicReader.nameOf(a.txn())),
+                        Set.of(Claim.NOT_FOUND));
+                retry(cluster, "ended on stock (B), retried with the plugin (A)",
+                        a -> a.endedWithin(2), Set.of(Claim.NOT_FOUND));
+
+                phase.set(5);
+                stock.reinstall(PulsarDistribution.withPluginInstalled());
+                phase.set(6);
+                awaitConfirmedIn(6);
+                moveTo(cluster, stock, 8);
+                awaitConfirmedIn(8);
+                retry(cluster, "ended with the plugin (A), retried once B has it too (B)",
+                        a -> (a.endedWithin(0) && inStateTopic.contains(StateTopicReader.nameOf(a.txn())))
+                                || a.endedWithin(4) || a.endedWithin(6), Set.of());
+
+                moveTo(cluster, withPlugin, 10);
+                awaitConfirmedIn(10);
+                retry(cluster, "ended with the plugin on B, retried with it on A",
+                        a -> a.endedWithin(8), Set.of());
+            } finally {
+                running.set(false);
+                load.join(TimeUnit.MINUTES.toMillis(2));
+            }
+
+            retry(cluster, "every transaction of the load, at the end (A)", a -> true,
+                    Set.of(Claim.NOT_FOUND, Claim.COMMITTED, Claim.ABORTED));
+            List<String> read;
+            try (PulsarClient client = transactionalClient(cluster)) {
+                read = Txns.readAll(client, topic);
+            }
+            System.out.printf("rolling rollout: %d transactions (%d confirmed); what the retries answered:%n",
+                    attempts.size(), attempts.stream().filter(Attempt::confirmed).count());
+            seen.forEach((group, counts) -> System.out.printf("  %s: %s%n", group, counts));
+            assertEveryAnswerMatchesWhatConsumersRead(read);
+        }
+    }
+
+    private void moveTo(LocalCluster cluster, LocalCluster.Broker target, int nextPhase) throws Exception {
+        phase.set(nextPhase - 1);
+        cluster.moveCoordinator(0, target);
+        phase.set(nextPhase);
+    }
+
+    /**
+     * Retries the load's ended transactions that {@code which} selects, each with the end its
+     * client asked for. A retry answers the transaction's true outcome, or one of
+     * {@code alsoAllowed}; never the other outcome. Returns how many it retried.
+     */
+    private int retry(LocalCluster cluster, String group, Predicate<Attempt> which, Set<Claim> alsoAllowed)
+            throws Exception {
+        List<Attempt> selected;
+        synchronized (attempts) {
+            selected = attempts.stream().filter(which).toList();
+        }
+        Map<Claim, Integer> counts = new EnumMap<>(Claim.class);
+        try (RetryingEndClient retry = RetryingEndClient.connect(cluster.serviceUrl())) {
+            for (Attempt attempt : selected) {
+                EndAnswer answer = attempt.commit() ? retry.commit(attempt.txn()) : retry.abort(attempt.txn());
+                Claim claim = claimOf(attempt, answer);
+                counts.merge(claim, 1, Integer::sum);
+                claims.computeIfAbsent(attempt.txn(), ignored -> new HashSet<>()).add(claim);
+                if (attempt.confirmed()) {
+                    assertThat(claim).as("%s: retry of %s, %s", group, attempt.txn(), attempt.trueOutcome())
+                            .isIn(union(attempt.trueOutcome(), alsoAllowed));
+                }
+            }
+        }
+        seen.put(group, counts);
+        return selected.size();
+    }
+
+    private static Claim claimOf(Attempt attempt, EndAnswer answer) {
+        return switch (answer) {
+            case SUCCESS -> attempt.commit() ? Claim.COMMITTED : Claim.ABORTED;
+            case REFUSED_AS_COMMITTED -> Claim.COMMITTED;
+            case REFUSED_AS_ABORTED -> Claim.ABORTED;
+            case NOT_FOUND -> Claim.NOT_FOUND;
+            case REFUSED_OTHER -> throw new AssertionError("retry of " + attempt.txn() + " refused naming neither"
+                    + " outcome");
+        };
+    }
+
+    private static Set<Claim> union(Claim claim, Set<Claim> others) {
+        Set<Claim> all = new HashSet<>(others);
+        all.add(claim);
+        return all;
+    }
+
+    /**
+     * Every answer any retry gave agrees with the topic: a transaction said committed was read
+     * once, one said aborted never; no transaction was said both. Every end the load's client
+     * was told succeeded holds too.
+     */
+    private void assertEveryAnswerMatchesWhatConsumersRead(List<String> read) {
+        assertThat(read).as("no message read twice").doesNotHaveDuplicates();
+        Set<String> readOnce = new HashSet<>(read);
+        for (Attempt attempt : attempts) {
+            Set<Claim> said = new HashSet<>(claims.getOrDefault(attempt.txn(), Set.of()));
+            if (attempt.confirmed()) {
+                said.add(attempt.trueOutcome());
+            }
+            said.remove(Claim.NOT_FOUND);
+            assertThat(said).as("outcomes told of %s", attempt.txn()).hasSizeLessThanOrEqualTo(1);
+            if (said.contains(Claim.COMMITTED)) {
+                assertThat(readOnce).as("%s said committed", attempt.txn()).contains(attempt.value());
+            }
+            if (said.contains(Claim.ABORTED)) {
+                assertThat(readOnce).as("%s said aborted", attempt.txn()).doesNotContain(attempt.value());
+            }
+        }
+    }
+
+    /** Commits three transactions in four and aborts the fourth, one after another, until stopped. */
+    private void load(LocalCluster cluster, String topic, AtomicBoolean running) {
+        try (PulsarClient client = transactionalClient(cluster);
+             Producer<String> producer = Txns.producer(client, topic)) {
+            for (int i = 0; running.get(); i++) {
+                int openedIn = phase.get();
+                Transaction txn;
+                try {
+                    txn = Txns.open(client, Duration.ofSeconds(30));
+                } catch (Exception e) {
+                    continue;
+                }
+                String value = "value-" + i;
+                boolean commit = i % 4 != 3;
+                boolean confirmed = false;
+                try {
+                    producer.newMessage(txn).value(value).sendAsync().get(30, TimeUnit.SECONDS);
+                    (commit ? txn.commit() : txn.abort()).get(30, TimeUnit.SECONDS);
+                    confirmed = true;
+                } catch (Exception e) {
+                    // The outcome is unknown to the client; the retries find it.
+                }
+                attempts.add(new Attempt(txn.getTxnID(), value, commit, openedIn, phase.get(), confirmed));
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void awaitConfirmedIn(int stablePhase) throws InterruptedException {
+        Instant deadline = Instant.now().plus(Duration.ofMinutes(2));
+        while (confirmedIn(stablePhase) < PER_PHASE) {
+            assertThat(Instant.now()).as("%d ends confirmed in phase %d", PER_PHASE, stablePhase).isBefore(deadline);
+            Thread.sleep(200);
+        }
+    }
+
+    private long confirmedIn(int stablePhase) {
+        synchronized (attempts) {
+            return attempts.stream().filter(a -> a.endedWithin(stablePhase)).count();
+        }
+    }
+
+    private static Set<String> stateTopicTransactions(LocalCluster.Broker broker) throws Exception {
+        try (PulsarClient client = PulsarClient.builder().serviceUrl(broker.serviceUrl()).build()) {
+            return new HashSet<>(StateTopicReader.liveTransactions(client,
+                    "persistent://pulsar/system/__terminated_txn_state_0"));
+        }
+    }
+
+    private static PulsarClient transactionalClient(LocalCluster cluster) throws Exception {
+        return PulsarClient.builder().serviceUrl(cluster.serviceUrl()).enableTransaction(true)
+                .operationTimeout(30, TimeUnit.SECONDS).build();
+    }
+}
