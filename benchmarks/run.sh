@@ -21,5 +21,5 @@ exec java ${BENCH_JAVA_OPTS:-} -Xms2g -Xmx2g -XX:+UseSerialGC \
     -Dtxnpreserver.repo.root="$PWD" \
     -Dtxnpreserver.work.dir="$work" \
     -Dorg.slf4j.simpleLogger.defaultLogLevel=error \
-    -cp "benchmarks/target/pulsar-txn-preserver-benchmarks-0.1.0-SNAPSHOT.jar:benchmarks/target/lib/*" \
+    -cp "benchmarks/target/*:benchmarks/target/lib/*" \
     "$main" "$@"

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.it;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -10,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * A Pulsar standalone broker of the official distribution, with the plugin installed, on
@@ -35,8 +37,8 @@ public final class LocalPulsar implements AutoCloseable {
     private final int bookiePort;
     private final ServiceProcess process;
 
-    private LocalPulsar(Path pulsarHome, Path dir, Map<String, String> config, String jvmOptions)
-            throws IOException {
+    private LocalPulsar(Path pulsarHome, Path dir, Map<String, String> config, String jvmOptions,
+                        Map<String, String> environment) throws IOException {
         this.pulsarHome = pulsarHome;
         this.dir = dir;
         this.config = config;
@@ -46,6 +48,14 @@ public final class LocalPulsar implements AutoCloseable {
         this.webPort = ports[1];
         this.zookeeperPort = ports[2];
         this.bookiePort = ports[3];
+        Map<String, String> env = new LinkedHashMap<>(environment);
+        env.putAll(Map.of("PULSAR_STANDALONE_USE_ZOOKEEPER", "1",
+                "PULSAR_STANDALONE_CONF", dir.resolve("standalone.conf").toString(),
+                "PULSAR_LOG_DIR", dir.resolve("logs").toString(),
+                "PULSAR_MEM", HEAP,
+                "PULSAR_GC", PulsarDistribution.gcAndJitOptions(),
+                "PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + dir.resolve("tmp")
+                        + " -Dzookeeper.admin.enableServer=false " + jvmOptions));
         this.process = new ServiceProcess("broker " + dir.getFileName(), List.of(
                 pulsarHome.resolve("bin/pulsar").toString(), "standalone",
                 "--no-stream-storage", "--no-functions-worker",
@@ -53,14 +63,7 @@ public final class LocalPulsar implements AutoCloseable {
                 "--bookkeeper-port", Integer.toString(bookiePort),
                 "--zookeeper-dir", dir.resolve("zookeeper").toString(),
                 "--bookkeeper-dir", dir.resolve("bookkeeper").toString()),
-                Map.of("PULSAR_STANDALONE_USE_ZOOKEEPER", "1",
-                        "PULSAR_STANDALONE_CONF", dir.resolve("standalone.conf").toString(),
-                        "PULSAR_LOG_DIR", dir.resolve("logs").toString(),
-                        "PULSAR_MEM", HEAP,
-                        "PULSAR_GC", PulsarDistribution.gcAndJitOptions(),
-                        "PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + dir.resolve("tmp")
-                                + " -Dzookeeper.admin.enableServer=false " + jvmOptions),
-                dir.resolve("broker.out"), brokerPort, webPort, zookeeperPort, bookiePort);
+                env, dir.resolve("broker.out"), brokerPort, webPort, zookeeperPort, bookiePort);
     }
 
     /**
@@ -74,7 +77,7 @@ public final class LocalPulsar implements AutoCloseable {
     /** As {@link #start(String, Map)}, with extra options for the broker JVM (e.g. a test hook's -D). */
     public static LocalPulsar start(String name, Map<String, String> config, String jvmOptions)
             throws IOException, InterruptedException {
-        return startOn(PulsarDistribution.withPluginInstalled(), name, config, jvmOptions);
+        return startFrom(PulsarDistribution.withPluginInstalled(), name, config, jvmOptions, Map.of());
     }
 
     /**
@@ -85,7 +88,7 @@ public final class LocalPulsar implements AutoCloseable {
             throws IOException, InterruptedException {
         Map<String, String> hooked = new LinkedHashMap<>(config);
         hooked.put("transactionMetadataStoreProviderClassName", PulsarDistribution.HOOKED_PROVIDER);
-        return startOn(PulsarDistribution.withTestHooksInstalled(), name, hooked, jvmOptions);
+        return startFrom(PulsarDistribution.withTestHooksInstalled(), name, hooked, jvmOptions, Map.of());
     }
 
     /** A broker of the untouched distribution: stock Pulsar, for comparisons. */
@@ -97,12 +100,23 @@ public final class LocalPulsar implements AutoCloseable {
     /** As {@link #startStock(String, Map)}, with extra options for the broker JVM (e.g. a profiler's). */
     public static LocalPulsar startStockWithOptions(String name, Map<String, String> config, String jvmOptions)
             throws IOException, InterruptedException {
-        return startOn(PulsarDistribution.stock(), name, config, jvmOptions);
+        return startFrom(PulsarDistribution.stock(), name, config, jvmOptions, Map.of());
     }
 
-    private static LocalPulsar startOn(Path home, String name, Map<String, String> config, String jvmOptions)
-            throws IOException, InterruptedException {
-        LocalPulsar pulsar = new LocalPulsar(home, newDir(name), new LinkedHashMap<>(config), jvmOptions);
+    /**
+     * A broker of the installation {@code home} as it is (its own conf/standalone.conf, with
+     * these keys on top), with these variables in its environment as well (e.g.
+     * PULSAR_EXTRA_CLASSPATH): an installation laid out as a deployment form lays it out.
+     */
+    public static LocalPulsar startFrom(Path home, String name, Map<String, String> config,
+                                        Map<String, String> environment) throws IOException, InterruptedException {
+        return startFrom(home, name, config, "", environment);
+    }
+
+    private static LocalPulsar startFrom(Path home, String name, Map<String, String> config, String jvmOptions,
+                                         Map<String, String> environment) throws IOException, InterruptedException {
+        LocalPulsar pulsar = new LocalPulsar(home, newDir(name), new LinkedHashMap<>(config), jvmOptions,
+                environment);
         pulsar.start();
         return pulsar;
     }
@@ -130,6 +144,20 @@ public final class LocalPulsar implements AutoCloseable {
 
     public Path logFile() {
         return process.logFile();
+    }
+
+    /** Everything the broker wrote: its console output, then its log files (as bytes, read as ISO-8859-1). */
+    public String output() throws IOException {
+        StringBuilder text = new StringBuilder(Files.readString(logFile(), StandardCharsets.ISO_8859_1));
+        Path logs = dir.resolve("logs");
+        if (Files.isDirectory(logs)) {
+            try (Stream<Path> files = Files.list(logs)) {
+                for (Path file : files.filter(Files::isRegularFile).sorted().toList()) {
+                    text.append(Files.readString(file, StandardCharsets.ISO_8859_1));
+                }
+            }
+        }
+        return text.toString();
     }
 
     public long pid() {

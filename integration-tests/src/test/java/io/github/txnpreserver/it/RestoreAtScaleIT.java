@@ -4,14 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.preserver.BlockRecordCodec;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.admin.PulsarAdminException;
 import org.apache.pulsar.client.api.Producer;
@@ -95,17 +91,10 @@ class RestoreAtScaleIT {
     /** The last restore line of coordinator 0 in the broker's output or log files. */
     private static String restoreLogLine(LocalPulsar pulsar) throws Exception {
         String found = null;
-        List<Path> files;
-        try (Stream<Path> logs = Files.exists(pulsar.dir().resolve("logs"))
-                ? Files.list(pulsar.dir().resolve("logs")) : Stream.empty()) {
-            files = Stream.concat(Stream.of(pulsar.logFile()), logs).filter(Files::isRegularFile).toList();
-        }
-        for (Path file : files) {
-            for (String line : Files.readAllLines(file, java.nio.charset.StandardCharsets.ISO_8859_1)) {
-                Matcher matcher = RESTORED.matcher(line);
-                if (line.contains("Coordinator 0:") && matcher.find()) {
-                    found = matcher.group();
-                }
+        for (String line : pulsar.output().split("\n")) {
+            Matcher matcher = RESTORED.matcher(line);
+            if (line.contains("Coordinator 0:") && matcher.find()) {
+                found = matcher.group();
             }
         }
         return found == null ? "(no restore line found)" : found;

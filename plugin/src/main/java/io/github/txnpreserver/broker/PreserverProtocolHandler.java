@@ -7,10 +7,13 @@ import io.github.txnpreserver.statetopic.PulsarStateTopic;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.socket.SocketChannel;
+import java.io.IOException;
+import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.PulsarVersion;
@@ -46,6 +49,8 @@ import org.slf4j.LoggerFactory;
  * every supported Pulsar line.
  */
 public class PreserverProtocolHandler implements ProtocolHandler {
+
+    static final String VERSION = pluginVersion();
 
     private static final Logger log = LoggerFactory.getLogger(PreserverProtocolHandler.class);
     /** Its name in {@code messagingProtocols} and in its archive's {@code pulsar-protocol-handler.yml}. */
@@ -95,13 +100,28 @@ public class PreserverProtocolHandler implements ProtocolHandler {
             log.warn("Transaction outcome preserver is loaded but transactionMetadataStoreProviderClassName={};"
                     + " set it to {} to keep outcomes", provider, PreservingMetadataStoreProvider.class.getName());
         }
-        log.info("Transaction outcome preserver configured: {}", config);
+        log.info("Transaction outcome preserver {} configured: {}", VERSION, config);
         PulsarLines.Assessment where = PulsarLines.assess(PulsarVersion.getVersion(),
                 !configuration.getBrokerInterceptors().isEmpty());
         if (where.warn()) {
-            log.warn("Transaction outcome preserver: {}", where.message());
+            log.warn("Transaction outcome preserver {}: {}", VERSION, where.message());
         } else {
-            log.info("Transaction outcome preserver: {}", where.message());
+            log.info("Transaction outcome preserver {}: {}", VERSION, where.message());
+        }
+    }
+
+    /** The plugin's version, as the build wrote it beside the classes; "unknown" if that file is missing. */
+    static String pluginVersion() {
+        try (InputStream in = PreserverProtocolHandler.class.getResourceAsStream(
+                "/io/github/txnpreserver/txn-preserver.properties")) {
+            if (in == null) {
+                return "unknown";
+            }
+            Properties properties = new Properties();
+            properties.load(in);
+            return properties.getProperty("version", "unknown");
+        } catch (IOException e) {
+            return "unknown";
         }
     }
 

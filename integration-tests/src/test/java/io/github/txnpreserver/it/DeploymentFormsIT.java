@@ -1,0 +1,296 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.yaml.snakeyaml.Yaml;
+
+/**
+ * The deployment forms in {@code deploy/}, read from their files and carried out on this
+ * machine as the container runtime and the Helm chart would: no Docker engine or cluster is
+ * needed. The official image is the server distribution under {@code /pulsar} (here a folder
+ * laid out the same way, its paths mapped); a Dockerfile's {@code COPY} and {@code ENV} are
+ * applied to it; the chart's {@code configData} becomes environment variables; and before the
+ * broker starts, the environment is applied to the configuration file by the rules of the
+ * image's {@code bin/apply-config-from-env.py} ({@link #applyConfigFromEnv}). A real broker
+ * then starts from it, and the stock client checks the plugin is on. Where a Docker engine
+ * exists, {@code ContainerSmokeIT} runs the official image itself with the same two jars
+ * and keys.
+ */
+@DisplayName("The deployment forms in deploy/")
+class DeploymentFormsIT {
+
+    private static final Path DEPLOY = PulsarDistribution.repoRoot().resolve("deploy");
+    private static final String VERSION = System.getProperty("txnpreserver.version");
+
+    @Test
+    void theDockerLayerOnTheOfficialImage() throws Exception {
+        Path image = dockerLayer();
+        Map<String, String> env = dockerfile(DEPLOY.resolve("docker/Dockerfile")).env();
+
+        assertPluginOn(image, "docker-layer", env, Map.of("/pulsar", image));
+    }
+
+    @Test
+    void helmValuesForAnImageWithThePlugin() throws Exception {
+        Path image = dockerLayer();
+        Map<String, Object> values = yaml(DEPLOY.resolve("helm/values-custom-image.yaml"));
+        Map<String, String> env = new LinkedHashMap<>(dockerfile(DEPLOY.resolve("docker/Dockerfile")).env());
+        env.putAll(configData(values));
+
+        assertThat(child(values, "images", "broker", "tag").toString()).as("the image's tag names the plugin's version")
+                .endsWith(VERSION);
+        assertPluginOn(image, "helm-custom-image", env, Map.of("/pulsar", image));
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void helmValuesForTheOfficialImageAndAnInitContainer() throws Exception {
+        Path image = officialImage("helm-init-container");
+        Map<String, Object> values = yaml(DEPLOY.resolve("helm/values-init-container.yaml"));
+        Dockerfile jarImage = dockerfile(DEPLOY.resolve("helm/jar-image.Dockerfile"));
+        assertThat(jarImage.copies()).hasSize(1);
+        String[] copy = jarImage.copies().get(0);
+
+        // The init container, its volume a folder here; its image's one file, the built jar.
+        Path volume = Files.createDirectories(LocalPulsar.newDir("helm-volume"));
+        Map<String, Object> init = ((List<Map<String, Object>>) child(values, "broker", "initContainers")).get(0);
+        Map<String, Object> initMount = ((List<Map<String, Object>>) init.get("volumeMounts")).get(0);
+        List<String> command = ((List<String>) init.get("command")).stream()
+                .map(word -> inFolders(word, Map.of(copy[1], PulsarDistribution.repoRoot().resolve(copy[0]),
+                        (String) initMount.get("mountPath"), volume)))
+                .toList();
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        assertThat(process.waitFor(1, TimeUnit.MINUTES)).isTrue();
+        assertThat(process.exitValue()).as(new String(process.getInputStream().readAllBytes())).isZero();
+
+        Map<String, Object> brokerMount =
+                ((List<Map<String, Object>>) child(values, "broker", "extraVolumeMounts")).get(0);
+        assertThat(brokerMount.get("name")).isEqualTo(initMount.get("name"));
+        Map<String, Path> folders = Map.of((String) brokerMount.get("mountPath"), volume, "/pulsar", image);
+        Map<String, String> env = configData(values);
+        assertPluginOn(image, "helm-init-container", env, folders);
+    }
+
+    /**
+     * Applies {@code env} to the image's configuration as the image's script does, starts a
+     * broker from it (standalone: the same transaction keys as broker.conf) and checks through
+     * the stock client that retries are answered from kept outcomes.
+     */
+    private static void assertPluginOn(Path image, String name, Map<String, String> env, Map<String, Path> folders)
+            throws Exception {
+        Map<String, String> mapped = new LinkedHashMap<>();
+        env.forEach((key, value) -> mapped.put(key, inFolders(value, folders)));
+        applyConfigFromEnv(image.resolve("conf/standalone.conf"), mapped);
+        Map<String, String> processEnv = new LinkedHashMap<>();
+        if (mapped.containsKey("PULSAR_EXTRA_CLASSPATH")) {
+            processEnv.put("PULSAR_EXTRA_CLASSPATH", mapped.get("PULSAR_EXTRA_CLASSPATH"));
+        }
+        try (LocalPulsar pulsar = LocalPulsar.startFrom(image, name, Map.of(), processEnv);
+             PulsarClient client = Txns.client(pulsar);
+             Producer<String> producer = Txns.producer(client, Txns.uniqueTopic(name));
+             RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            TxnID txn = Txns.committed(client, producer, "m");
+
+            assertThat(retry.commit(txn)).isEqualTo(EndAnswer.SUCCESS);
+            assertThat(retry.abort(txn)).isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
+            assertThat(pulsar.output()).contains("Transaction outcome preserver " + VERSION + ": Pulsar ");
+        }
+    }
+
+    /** The official image with deploy/docker/Dockerfile's layer on it. */
+    private static Path dockerLayer() throws IOException, InterruptedException {
+        Dockerfile dockerfile = dockerfile(DEPLOY.resolve("docker/Dockerfile"));
+        assertThat(dockerfile.args()).as("the Dockerfile's defaults: this build's plugin, the release CI runs")
+                .containsEntry("PLUGIN_VERSION", VERSION)
+                .containsEntry("PULSAR_IMAGE", "apachepulsar/pulsar:" + PulsarDistribution.brokerVersion());
+        Path image = officialImage("docker-layer");
+        for (String[] copy : dockerfile.copies()) {
+            Path target = inFolder(copy[1], "/pulsar", image);
+            Files.createDirectories(target.getParent());
+            Files.copy(PulsarDistribution.repoRoot().resolve(copy[0]), target);
+        }
+        return image;
+    }
+
+    /**
+     * A folder laid out as the official image's {@code /pulsar}: the server distribution, its
+     * configuration and scripts copied (they are changed), lib/ a folder of links to its jars
+     * (a layer adds jars), the rest linked.
+     */
+    private static Path officialImage(String name) throws IOException, InterruptedException {
+        Path stock = PulsarDistribution.stock();
+        Path image = Files.createDirectories(LocalPulsar.newDir(name + "-image"));
+        try (Stream<Path> entries = Files.list(stock)) {
+            for (Path entry : entries.toList()) {
+                Path target = image.resolve(entry.getFileName().toString());
+                switch (entry.getFileName().toString()) {
+                    case "conf", "bin" -> copyTree(entry, target);
+                    case "lib" -> {
+                        Files.createDirectories(target);
+                        try (Stream<Path> jars = Files.list(entry)) {
+                            for (Path jar : jars.toList()) {
+                                Files.createSymbolicLink(target.resolve(jar.getFileName()), jar);
+                            }
+                        }
+                    }
+                    default -> Files.createSymbolicLink(target, entry);
+                }
+            }
+        }
+        return image;
+    }
+
+    private static void copyTree(Path from, Path to) throws IOException {
+        try (Stream<Path> paths = Files.walk(from)) {
+            for (Path path : paths.toList()) {
+                Path target = to.resolve(from.relativize(path).toString());
+                if (Files.isDirectory(path)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(path, target, java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
+                }
+            }
+        }
+    }
+
+    /**
+     * The rules of the official image's {@code bin/apply-config-from-env.py}: a variable
+     * named as a key of the file (also a commented-out key), bare or with the
+     * {@code PULSAR_PREFIX_} prefix, sets that key's line; a {@code PULSAR_PREFIX_} variable
+     * whose key the file lacks adds a line; any other variable is ignored.
+     */
+    static void applyConfigFromEnv(Path conf, Map<String, String> env) throws IOException {
+        String prefix = "PULSAR_PREFIX_";
+        List<String> lines = new ArrayList<>(Files.readAllLines(conf));
+        Map<String, Integer> keys = new LinkedHashMap<>();
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i).strip();
+            int equals = line.indexOf('=');
+            if (equals > 0) {
+                String key = line.substring(0, equals);
+                keys.put((key.startsWith("#") ? key.substring(1) : key).strip(), i);
+            }
+        }
+        for (Map.Entry<String, String> variable : new TreeMap<>(env).entrySet()) {
+            String key = variable.getKey().startsWith(prefix) ? variable.getKey().substring(prefix.length())
+                    : variable.getKey();
+            if (keys.containsKey(key)) {
+                lines.set(keys.get(key), key + "=" + variable.getValue().strip());
+            } else if (variable.getKey().startsWith(prefix)) {
+                lines.add(key + "=" + variable.getValue().strip());
+                keys.put(key, lines.size() - 1);
+            }
+        }
+        Files.write(conf, lines);
+    }
+
+    /**
+     * A value with each container path in it (a key of {@code folders}, as a whole path
+     * element) replaced by the folder it is here, in one pass.
+     */
+    private static String inFolders(String value, Map<String, Path> folders) {
+        String paths = folders.keySet().stream()
+                .sorted((a, b) -> b.length() - a.length())
+                .map(Pattern::quote)
+                .reduce((a, b) -> a + "|" + b).orElseThrow();
+        Matcher matcher = Pattern.compile("(?<![\\w.-])(" + paths + ")(?=/|\\s|$)").matcher(value);
+        StringBuilder result = new StringBuilder();
+        while (matcher.find()) {
+            matcher.appendReplacement(result, Matcher.quoteReplacement(folders.get(matcher.group(1)).toString()));
+        }
+        return matcher.appendTail(result).toString();
+    }
+
+    private static Path inFolder(String containerPath, String containerFolder, Path folder) {
+        assertThat(containerPath).startsWith(containerFolder + "/");
+        return folder.resolve(containerPath.substring(containerFolder.length() + 1));
+    }
+
+    /** A Dockerfile's build arguments (their defaults), its COPY sources and destinations, its ENV. */
+    private record Dockerfile(Map<String, String> args, List<String[]> copies, Map<String, String> env) {
+    }
+
+    private static final Pattern VARIABLE = Pattern.compile("\\$\\{(\\w+)}");
+    private static final Pattern ASSIGNMENT = Pattern.compile("(\\w+)=(\\S+)");
+
+    private static Dockerfile dockerfile(Path file) throws IOException {
+        Map<String, String> args = new LinkedHashMap<>();
+        List<String[]> copies = new ArrayList<>();
+        Map<String, String> env = new LinkedHashMap<>();
+        String joined = Files.readString(file).replaceAll("(?m)^\\s*#.*\\n", "").replace("\\\n", " ");
+        for (String line : joined.split("\n")) {
+            String[] words = line.strip().split("\\s+", 2);
+            if (words.length < 2) {
+                continue;
+            }
+            String rest = substitute(words[1], args);
+            switch (words[0]) {
+                case "ARG" -> {
+                    String[] arg = rest.split("=", 2);
+                    args.put(arg[0], arg.length > 1 ? arg[1] : "");
+                }
+                case "COPY" -> copies.add(rest.split("\\s+"));
+                case "ENV" -> {
+                    Matcher matcher = ASSIGNMENT.matcher(rest);
+                    while (matcher.find()) {
+                        env.put(matcher.group(1), matcher.group(2));
+                    }
+                }
+                default -> {
+                }
+            }
+        }
+        return new Dockerfile(args, copies, env);
+    }
+
+    private static String substitute(String text, Map<String, String> args) {
+        Matcher matcher = VARIABLE.matcher(text);
+        StringBuilder result = new StringBuilder();
+        while (matcher.find()) {
+            matcher.appendReplacement(result, Matcher.quoteReplacement(args.getOrDefault(matcher.group(1), "")));
+        }
+        return matcher.appendTail(result).toString();
+    }
+
+    private static Map<String, Object> yaml(Path file) throws IOException {
+        return new Yaml().load(Files.readString(file));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Object child(Map<String, Object> values, String... path) {
+        Object node = values;
+        for (String name : path) {
+            node = ((Map<String, Object>) node).get(name);
+            assertThat(node).as(String.join(".", path)).isNotNull();
+        }
+        return node;
+    }
+
+    /** broker.configData: the chart passes each entry as an environment variable, its value a string. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, String> configData(Map<String, Object> values) {
+        Map<String, String> env = new LinkedHashMap<>();
+        ((Map<String, Object>) child(values, "broker", "configData")).forEach((key, value) -> {
+            assertThat(value).as("configData.%s is quoted (the chart needs strings)", key).isInstanceOf(String.class);
+            env.put(key, (String) value);
+        });
+        return env;
+    }
+}
