@@ -126,7 +126,7 @@ public final class LocalCluster implements AutoCloseable {
     /**
      * Moves coordinator {@code coordinator} to {@code target}: unloads its bundle naming the
      * destination (left to the load manager, a bundle can land on the same broker every time)
-     * until a lookup finds it there, within two minutes.
+     * until a lookup finds it there, within three minutes.
      */
     public void moveCoordinator(int coordinator, Broker target) throws PulsarClientException, PulsarAdminException,
             InterruptedException {

@@ -90,19 +90,27 @@ class DeploymentFormsIT {
 
     /**
      * Applies {@code env} to the image's configuration as the image's script does, starts a
-     * broker from it (standalone: the same transaction keys as broker.conf) and checks through
-     * the stock client that retries are answered from kept outcomes.
+     * broker from it and checks through the stock client that retries are answered from kept
+     * outcomes. The broker is a standalone (it needs no ZooKeeper or bookie of its own):
+     * {@code conf/standalone.conf} gets what the image and the chart give
+     * {@code conf/broker.conf}, which holds for every key the form sets (checked: each is in
+     * both files or in neither, so a bare name and a {@code PULSAR_PREFIX_} name act alike on
+     * both). The broker's environment holds every variable, as the chart's pod does.
      */
     private static void assertPluginOn(Path image, String name, Map<String, String> env, Map<String, Path> folders)
             throws Exception {
         Map<String, String> mapped = new LinkedHashMap<>();
         env.forEach((key, value) -> mapped.put(key, inFolders(value, folders)));
-        applyConfigFromEnv(image.resolve("conf/standalone.conf"), mapped);
-        Map<String, String> processEnv = new LinkedHashMap<>();
-        if (mapped.containsKey("PULSAR_EXTRA_CLASSPATH")) {
-            processEnv.put("PULSAR_EXTRA_CLASSPATH", mapped.get("PULSAR_EXTRA_CLASSPATH"));
+        Map<String, Integer> brokerKeys = keysOf(Files.readAllLines(image.resolve("conf/broker.conf")));
+        Map<String, Integer> standaloneKeys = keysOf(Files.readAllLines(image.resolve("conf/standalone.conf")));
+        for (String variable : mapped.keySet()) {
+            String key = variable.replaceFirst("^PULSAR_PREFIX_", "");
+            assertThat(brokerKeys.containsKey(key)).as("%s in broker.conf as in standalone.conf", key)
+                    .isEqualTo(standaloneKeys.containsKey(key));
         }
-        try (LocalPulsar pulsar = LocalPulsar.startFrom(image, name, Map.of(), processEnv);
+        applyConfigFromEnv(image.resolve("conf/broker.conf"), mapped);
+        applyConfigFromEnv(image.resolve("conf/standalone.conf"), mapped);
+        try (LocalPulsar pulsar = LocalPulsar.startFrom(image, name, Map.of(), mapped);
              PulsarClient client = Txns.client(pulsar);
              Producer<String> producer = Txns.producer(client, Txns.uniqueTopic(name));
              RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
@@ -171,14 +179,39 @@ class DeploymentFormsIT {
     }
 
     /**
-     * The rules of the official image's {@code bin/apply-config-from-env.py}: a variable
-     * named as a key of the file (also a commented-out key), bare or with the
-     * {@code PULSAR_PREFIX_} prefix, sets that key's line; a {@code PULSAR_PREFIX_} variable
-     * whose key the file lacks adds a line; any other variable is ignored.
+     * The rules of the official image's {@code bin/apply-config-from-env.py}: first every
+     * variable, its {@code PULSAR_PREFIX_} stripped, sets the line of a key the file has (also
+     * a commented-out key); then every {@code PULSAR_PREFIX_} variable sets its key's line or,
+     * if the file lacks the key, adds one (so the prefixed form wins over the bare one). Values
+     * are stripped; a value {@code ${NAME}} stands for variable NAME's value.
      */
     static void applyConfigFromEnv(Path conf, Map<String, String> env) throws IOException {
         String prefix = "PULSAR_PREFIX_";
         List<String> lines = new ArrayList<>(Files.readAllLines(conf));
+        Map<String, Integer> keys = keysOf(lines);
+        Map<String, String> sorted = new TreeMap<>(env);
+        sorted.forEach((variable, value) -> {
+            String key = variable.startsWith(prefix) ? variable.substring(prefix.length()) : variable;
+            if (keys.containsKey(key)) {
+                lines.set(keys.get(key), key + "=" + dereferenced(value, env));
+            }
+        });
+        sorted.forEach((variable, value) -> {
+            if (variable.startsWith(prefix)) {
+                String key = variable.substring(prefix.length());
+                if (keys.containsKey(key)) {
+                    lines.set(keys.get(key), key + "=" + dereferenced(value, env));
+                } else {
+                    lines.add(key + "=" + dereferenced(value, env));
+                    keys.put(key, lines.size() - 1);
+                }
+            }
+        });
+        Files.write(conf, lines);
+    }
+
+    /** Each key of a configuration file (a commented-out one too) and its line. */
+    private static Map<String, Integer> keysOf(List<String> lines) {
         Map<String, Integer> keys = new LinkedHashMap<>();
         for (int i = 0; i < lines.size(); i++) {
             String line = lines.get(i).strip();
@@ -188,17 +221,13 @@ class DeploymentFormsIT {
                 keys.put((key.startsWith("#") ? key.substring(1) : key).strip(), i);
             }
         }
-        for (Map.Entry<String, String> variable : new TreeMap<>(env).entrySet()) {
-            String key = variable.getKey().startsWith(prefix) ? variable.getKey().substring(prefix.length())
-                    : variable.getKey();
-            if (keys.containsKey(key)) {
-                lines.set(keys.get(key), key + "=" + variable.getValue().strip());
-            } else if (variable.getKey().startsWith(prefix)) {
-                lines.add(key + "=" + variable.getValue().strip());
-                keys.put(key, lines.size() - 1);
-            }
-        }
-        Files.write(conf, lines);
+        return keys;
+    }
+
+    private static String dereferenced(String value, Map<String, String> env) {
+        String stripped = value.strip();
+        return stripped.startsWith("${") && stripped.endsWith("}")
+                ? env.getOrDefault(stripped.substring(2, stripped.length() - 1), "") : stripped;
     }
 
     /**

@@ -32,10 +32,12 @@ import org.junit.jupiter.api.Test;
  * got is checked against what a consumer reads.
  *
  * <p>What a retry may answer, by where the transaction ended and where it is retried (the
- * table in docs/operations.md): ended with the plugin, retried with the plugin: its outcome;
- * ended with the plugin, retried on stock: {@code TransactionNotFound}, as stock answers any
- * ended transaction; ended on stock: {@code TransactionNotFound}, or its outcome where the
- * plugin replays it from the log. Never the other outcome.
+ * table in docs/operations.md): ended with the plugin (more than a few seconds before its
+ * coordinator left for a stock broker), retried with the plugin: its outcome; ended with the
+ * plugin, retried on stock: {@code TransactionNotFound}, or its outcome while stock is still
+ * finishing it; ended on stock: {@code TransactionNotFound}, or its outcome where the log
+ * still holds it. Never the other outcome. A transaction open across each move is ended
+ * after it.
  */
 @DisplayName("A rolling rollout: one broker with the plugin, one without")
 class RollingRolloutIT {
@@ -43,13 +45,21 @@ class RollingRolloutIT {
     private static final Map<String, String> CONFIG = Map.of(
             // The stock broker needs it; the plugin's installation sets it already.
             "transactionCoordinatorEnabled", "true",
-            "transactionMetaPersistCount", "100");
+            "transactionMetaPersistCount", "100",
+            // The test moves the coordinator; the load manager must not move it back meanwhile.
+            "loadBalancerSheddingEnabled", "false");
     private static final int PER_PHASE = 150;
+    /**
+     * An outcome decided this long before its coordinator moved to a stock broker is in the
+     * state topic (its group is written within a second): the next plugin owner answers it.
+     */
+    private static final Duration DURABLE_AFTER = Duration.ofSeconds(5);
 
     private enum Claim { COMMITTED, ABORTED, NOT_FOUND }
 
     /** A transaction of the load: opened and ended in the phases given; confirmed if the client's end succeeded. */
-    private record Attempt(TxnID txn, String value, boolean commit, int openedIn, int endedIn, boolean confirmed) {
+    private record Attempt(TxnID txn, String value, boolean commit, int openedIn, int endedIn, boolean confirmed,
+                           long endedAtNanos) {
 
         Claim trueOutcome() {
             return commit ? Claim.COMMITTED : Claim.ABORTED;
@@ -65,6 +75,8 @@ class RollingRolloutIT {
     private final List<Attempt> attempts = Collections.synchronizedList(new ArrayList<>());
     private final Map<TxnID, Set<Claim>> claims = new HashMap<>();
     private final Map<String, Map<Claim, Integer>> seen = new LinkedHashMap<>();
+    private final String crossingTopic = Txns.uniqueTopic("rollout-crossing");
+    private final List<String> crossingValues = new ArrayList<>();
 
     @Test
     void noRetryIsAnsweredWrongAndSwitchingTheSecondBrokerOnCompletesThePicture() throws Exception {
@@ -80,49 +92,58 @@ class RollingRolloutIT {
             load.start();
             try {
                 awaitConfirmedIn(0);
+                // Long enough that some of phase 0's outcomes are surely in the state topic.
+                Thread.sleep(DURABLE_AFTER.plusSeconds(1).toMillis());
 
-                moveTo(cluster, stock, 2);
-                // What the plugin made durable before it let the coordinator go.
-                Set<String> inStateTopic = stateTopicTransactions(withPlugin);
+                long leftThePluginAt = moveTo(cluster, withPlugin, stock, 2);
+                Predicate<Attempt> durableBeforeTheMove = a -> a.endedWithin(0)
+                        && a.endedAtNanos() < leftThePluginAt - DURABLE_AFTER.toNanos();
                 awaitConfirmedIn(2);
-                retry(cluster, "ended with the plugin (A), retried on stock (B)",
-                        a -> a.endedWithin(0), Set.of(Claim.NOT_FOUND));
+                assertThat(retry(cluster, stock, "ended with the plugin (A), retried on stock (B)",
+                        a -> a.endedWithin(0), Set.of(Claim.NOT_FOUND)).get(Claim.NOT_FOUND))
+                        .as("stock forgets ended transactions").isPositive();
 
-                moveTo(cluster, withPlugin, 4);
+                moveTo(cluster, stock, withPlugin, 4);
                 awaitConfirmedIn(4);
-                assertThat(retry(cluster, "ended with the plugin (A) and in its state topic, retried with it again (A)",
-                        a -> a.endedWithin(0) && inStateTopic.contains(StateTopicReader.nameOf(a.txn())),
-                        Set.of())).as("outcomes in the state topic when the coordinator left A").isPositive();
-                retry(cluster, "ended with the plugin (A) in its last second before the move, retried with it (A)",
-                        a -> a.endedWithin(0) && !inStateTopic.contains(StateTopicReader.nameOf(a.txn())),
-                        Set.of(Claim.NOT_FOUND));
-                retry(cluster, "ended on stock (B), retried with the plugin (A)",
-                        a -> a.endedWithin(2), Set.of(Claim.NOT_FOUND));
+                assertThat(retry(cluster, withPlugin, "ended with the plugin (A) over "
+                                + DURABLE_AFTER.toSeconds() + " s before the move, retried with it again (A)",
+                        durableBeforeTheMove, Set.of()).values().stream().mapToInt(Integer::intValue).sum())
+                        .isPositive();
+                retry(cluster, withPlugin, "ended with the plugin (A) in the " + DURABLE_AFTER.toSeconds()
+                                + " s before the move, retried with it (A)",
+                        a -> a.endedWithin(0) && !durableBeforeTheMove.test(a), Set.of(Claim.NOT_FOUND));
+                assertThat(retry(cluster, withPlugin, "ended on stock (B), retried with the plugin (A)",
+                        a -> a.endedWithin(2), Set.of(Claim.NOT_FOUND)).get(Claim.NOT_FOUND))
+                        .as("not kept where the coordinator was stock").isPositive();
 
                 phase.set(5);
                 stock.reinstall(PulsarDistribution.withPluginInstalled());
                 phase.set(6);
                 awaitConfirmedIn(6);
-                moveTo(cluster, stock, 8);
+                moveTo(cluster, withPlugin, stock, 8);
                 awaitConfirmedIn(8);
-                retry(cluster, "ended with the plugin (A), retried once B has it too (B)",
-                        a -> (a.endedWithin(0) && inStateTopic.contains(StateTopicReader.nameOf(a.txn())))
-                                || a.endedWithin(4) || a.endedWithin(6), Set.of());
+                retry(cluster, stock, "ended with the plugin (A), retried once B has it too (B)",
+                        a -> durableBeforeTheMove.test(a) || a.endedWithin(4) || a.endedWithin(6), Set.of());
 
-                moveTo(cluster, withPlugin, 10);
+                moveTo(cluster, stock, withPlugin, 10);
                 awaitConfirmedIn(10);
-                retry(cluster, "ended with the plugin on B, retried with it on A",
+                retry(cluster, withPlugin, "ended with the plugin on B, retried with it on A",
                         a -> a.endedWithin(8), Set.of());
             } finally {
                 running.set(false);
                 load.join(TimeUnit.MINUTES.toMillis(2));
             }
+            assertThat(load.isAlive()).as("the load has stopped").isFalse();
 
-            retry(cluster, "every transaction of the load, at the end (A)", a -> true,
+            retry(cluster, withPlugin, "every transaction, at the end (A)", a -> true,
                     Set.of(Claim.NOT_FOUND, Claim.COMMITTED, Claim.ABORTED));
-            List<String> read;
+            List<String> read = new ArrayList<>();
             try (PulsarClient client = transactionalClient(cluster)) {
-                read = Txns.readAll(client, topic);
+                read.addAll(Txns.readAll(client, topic));
+                List<String> crossed = Txns.readAll(client, crossingTopic);
+                assertThat(crossed).as("each transaction open across a move, committed after it")
+                        .containsExactlyInAnyOrderElementsOf(crossingValues);
+                read.addAll(crossed);
             }
             System.out.printf("rolling rollout: %d transactions (%d confirmed); what the retries answered:%n",
                     attempts.size(), attempts.stream().filter(Attempt::confirmed).count());
@@ -131,19 +152,40 @@ class RollingRolloutIT {
         }
     }
 
-    private void moveTo(LocalCluster cluster, LocalCluster.Broker target, int nextPhase) throws Exception {
-        phase.set(nextPhase - 1);
-        cluster.moveCoordinator(0, target);
-        phase.set(nextPhase);
+    /**
+     * Moves the coordinator from {@code from} to {@code to} with a transaction open across the
+     * move, which is then committed on the new owner (a transaction in flight carries on);
+     * returns when the move began.
+     */
+    private long moveTo(LocalCluster cluster, LocalCluster.Broker from, LocalCluster.Broker to, int nextPhase)
+            throws Exception {
+        assertThat(cluster.ownerOfCoordinator(to, 0)).as("the coordinator before the move").isSameAs(from);
+        try (PulsarClient client = transactionalClient(cluster);
+             Producer<String> producer = Txns.producer(client, crossingTopic)) {
+            Transaction crossing = Txns.open(client, Duration.ofMinutes(5));
+            String value = "across the move to phase " + nextPhase;
+            producer.newMessage(crossing).value(value).send();
+            int openedIn = phase.get();
+            long movedAt = System.nanoTime();
+            phase.set(nextPhase - 1);
+            cluster.moveCoordinator(0, to);
+            phase.set(nextPhase);
+            crossing.commit().get(1, TimeUnit.MINUTES);
+            attempts.add(new Attempt(crossing.getTxnID(), value, true, openedIn, nextPhase, true, System.nanoTime()));
+            crossingValues.add(value);
+            return movedAt;
+        }
     }
 
     /**
      * Retries the load's ended transactions that {@code which} selects, each with the end its
      * client asked for. A retry answers the transaction's true outcome, or one of
-     * {@code alsoAllowed}; never the other outcome. Returns how many it retried.
+     * {@code alsoAllowed}; never the other outcome. The coordinator is on {@code owner}
+     * throughout. Returns how many retries got each answer.
      */
-    private int retry(LocalCluster cluster, String group, Predicate<Attempt> which, Set<Claim> alsoAllowed)
-            throws Exception {
+    private Map<Claim, Integer> retry(LocalCluster cluster, LocalCluster.Broker owner, String group,
+                                      Predicate<Attempt> which, Set<Claim> alsoAllowed) throws Exception {
+        assertThat(cluster.ownerOfCoordinator(owner, 0)).as("the coordinator, before: %s", group).isSameAs(owner);
         List<Attempt> selected;
         synchronized (attempts) {
             selected = attempts.stream().filter(which).toList();
@@ -161,8 +203,9 @@ class RollingRolloutIT {
                 }
             }
         }
+        assertThat(cluster.ownerOfCoordinator(owner, 0)).as("the coordinator, after: %s", group).isSameAs(owner);
         seen.put(group, counts);
-        return selected.size();
+        return counts;
     }
 
     private static Claim claimOf(Attempt attempt, EndAnswer answer) {
@@ -223,12 +266,18 @@ class RollingRolloutIT {
                 boolean confirmed = false;
                 try {
                     producer.newMessage(txn).value(value).sendAsync().get(30, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    // Not sent, as far as the client knows: it ends the transaction with an abort.
+                    commit = false;
+                }
+                try {
                     (commit ? txn.commit() : txn.abort()).get(30, TimeUnit.SECONDS);
                     confirmed = true;
                 } catch (Exception e) {
                     // The outcome is unknown to the client; the retries find it.
                 }
-                attempts.add(new Attempt(txn.getTxnID(), value, commit, openedIn, phase.get(), confirmed));
+                attempts.add(new Attempt(txn.getTxnID(), value, commit, openedIn, phase.get(), confirmed,
+                        System.nanoTime()));
             }
         } catch (Exception e) {
             throw new IllegalStateException(e);
@@ -246,13 +295,6 @@ class RollingRolloutIT {
     private long confirmedIn(int stablePhase) {
         synchronized (attempts) {
             return attempts.stream().filter(a -> a.endedWithin(stablePhase)).count();
-        }
-    }
-
-    private static Set<String> stateTopicTransactions(LocalCluster.Broker broker) throws Exception {
-        try (PulsarClient client = PulsarClient.builder().serviceUrl(broker.serviceUrl()).build()) {
-            return new HashSet<>(StateTopicReader.liveTransactions(client,
-                    "persistent://pulsar/system/__terminated_txn_state_0"));
         }
     }
 
