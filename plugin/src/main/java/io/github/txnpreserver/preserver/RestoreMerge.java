@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import it.unimi.dsi.fastutil.ints.Int2ObjectFunction;
 import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.ints.IntArrayList;
 import java.util.ArrayList;
@@ -25,7 +26,11 @@ final class RestoreMerge {
     /** @param through stored end times at or before this are expired */
     void merge(RestoredBlocks restored, int through) {
         OutcomeBlock[] newestFirst = restored.blocks().values().toArray(new OutcomeBlock[0]);
-        Arrays.sort(newestFirst, (a, b) -> Integer.compare(b.maxTime(), a.maxTime()));
+        // Ties by index: blocks put into index.blocks in another open hash map's table order
+        // collide in clusters (measured: a microsecond per lookup at 39 000 blocks).
+        Arrays.sort(newestFirst, (a, b) -> a.maxTime() != b.maxTime() ? Integer.compare(b.maxTime(), a.maxTime())
+                : Long.compare(b.index, a.index));
+        index.blocks.ensureCapacity(index.blocks.size() + newestFirst.length);
         int[] remap = new int[restored.owners().highestId() + 1];
         Arrays.fill(remap, -1);
         for (OutcomeBlock staged : newestFirst) {
@@ -90,6 +95,7 @@ final class RestoreMerge {
     /** Each client's newest decided outcomes, from every block, newest index.blocks first. */
     private void rebuildFloor() {
         Int2ObjectOpenHashMap<NewestPerClient> newestByOwner = new Int2ObjectOpenHashMap<>();
+        Int2ObjectFunction<NewestPerClient> newClient = ignored -> new NewestPerClient(index.perClient);
         // The old entries' owner references are released only once the new index.floor holds its
         // own: an owner whose only outcomes are index.floor entries would otherwise reach zero
         // references in between, and its id be freed (its name lost) or handed to another owner.
@@ -98,18 +104,25 @@ final class RestoreMerge {
         index.floor.forEach((sequence, packed) -> {
             formerOwners.add(ClientFloor.ownerOf(packed));
             if (!index.blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
-                newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), ignored -> new NewestPerClient(index.perClient))
+                newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), newClient)
                         .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
             }
         });
         long[] formerlyFloorOnly = index.floorOnlyBlocks.indexes().toLongArray();
         index.floor.clear();
         index.floorOnlyBlocks.clear();
+        // Consecutive outcomes mostly share their owner: one lookup per run of them.
+        int lastOwner = -1;
+        NewestPerClient lastClient = null;
         for (OutcomeBlock block = index.byAge.newest(); block != null; block = block.older) {
             long first = block.firstSequence();
             for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
-                newestByOwner.computeIfAbsent(block.owner(offset), ignored -> new NewestPerClient(index.perClient))
-                        .offer(block.time(offset), first + offset, block.committed(offset));
+                int owner = block.owner(offset);
+                if (owner != lastOwner || lastClient == null) {
+                    lastClient = newestByOwner.computeIfAbsent(owner, newClient);
+                    lastOwner = owner;
+                }
+                lastClient.offer(block.time(offset), first + offset, block.committed(offset));
             }
         }
         // Least recently ending clients first, so that the index.floor cap takes from them.
