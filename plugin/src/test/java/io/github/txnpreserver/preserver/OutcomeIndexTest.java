@@ -746,6 +746,39 @@ class OutcomeIndexTest {
         }
 
         /**
+         * The floor's rebuild takes each outcome to its owner's client even where owners take
+         * turns within a block and blocks end in the same second (the merge visits ties by
+         * index, and looks an owner up once per run of its outcomes).
+         */
+        @Test
+        void rebuildsTheFloorOfClientsWhoseOutcomesTakeTurnsInTheSameBlocks() throws Exception {
+            OutcomeIndex earlier = index(2, 1000, new ArrayList<>());
+            String[] owners = {"alice", "alice", "bob", "carol", "bob", "alice"};
+            for (long b = 0; b < 3; b++) {
+                for (int i = 0; i < owners.length; i++) {
+                    commit(earlier, block(b) + i, owners[i], NOW - MINUTE);
+                }
+            }
+            OutcomeIndex restarted = index(2, 1000, changes);
+            restarted.hold(Long.MAX_VALUE);
+            restarted.merge(restoredFrom(earlier, List.of(0L, 1L, 2L)), NOW);
+
+            while (restarted.evictOldest() >= 0) {
+                // drop every block
+            }
+
+            // Same end time: the newest sequences win, two per client.
+            assertThat(restarted.floorSize()).isEqualTo(6);
+            assertThat(find(restarted, block(2) + 5)).isEqualTo(committed("alice", NOW - MINUTE));
+            assertThat(find(restarted, block(2) + 1)).isEqualTo(committed("alice", NOW - MINUTE));
+            assertThat(find(restarted, block(2) + 4)).isEqualTo(committed("bob", NOW - MINUTE));
+            assertThat(find(restarted, block(2) + 2)).isEqualTo(committed("bob", NOW - MINUTE));
+            assertThat(find(restarted, block(2) + 3)).isEqualTo(committed("carol", NOW - MINUTE));
+            assertThat(find(restarted, block(1) + 3)).isEqualTo(committed("carol", NOW - MINUTE));
+            assertThat(find(restarted, block(2))).as("alice's third newest").isNull();
+        }
+
+        /**
          * "The floor keeps a restored speculative outcome the decision contradicts". A
          * speculative COMMITTED record was durable when the coordinator crashed, its COMMITTING
          * entry was not: the restore put COMMITTED into the block and into alice's floor. The
