@@ -747,8 +747,8 @@ class OutcomeIndexTest {
 
         /**
          * The floor's rebuild takes each outcome to its owner's client even where owners take
-         * turns within a block and blocks end in the same second (the merge visits ties by
-         * index, and looks an owner up once per run of its outcomes).
+         * turns within a block (it looks an owner up once per run of its outcomes) and blocks
+         * end in the same second.
          */
         @Test
         void rebuildsTheFloorOfClientsWhoseOutcomesTakeTurnsInTheSameBlocks() throws Exception {
