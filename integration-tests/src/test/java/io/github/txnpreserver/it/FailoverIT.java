@@ -36,7 +36,7 @@ class FailoverIT {
             List<TxnID> aborted = new ArrayList<>();
             List<String> committedValues = new ArrayList<>();
             Transaction live;
-            try (PulsarClient client = transactionalClient(cluster.serviceUrl());
+            try (PulsarClient client = Txns.client(cluster.serviceUrl());
                  Producer<String> producer = Txns.producer(client, topic)) {
                 for (int i = 0; i < 20; i++) {
                     if (i % 4 == 3) {
@@ -73,7 +73,7 @@ class FailoverIT {
             }
             assertThat(cluster.ownerOfCoordinator(survivor, 0)).isSameAs(survivor);
             committedValues.add("live");
-            try (PulsarClient client = transactionalClient(survivor.serviceUrl())) {
+            try (PulsarClient client = Txns.client(survivor.serviceUrl())) {
                 assertThat(Txns.readAll(client, topic)).containsExactlyInAnyOrderElementsOf(committedValues);
             }
         }
@@ -89,7 +89,7 @@ class FailoverIT {
         try (LocalCluster cluster = LocalCluster.start("fencing", 2, 1, PLUGIN)) {
             String topic = Txns.uniqueTopic("fencing");
             LocalCluster.Broker oldOwner;
-            try (PulsarClient client = transactionalClient(cluster.serviceUrl())) {
+            try (PulsarClient client = Txns.client(cluster.serviceUrl())) {
                 // Loads the coordinator on one of the brokers.
                 Txns.open(client, Duration.ofMinutes(1)).abort().get();
                 oldOwner = cluster.ownerOfCoordinator(cluster.broker(0), 0);
@@ -107,7 +107,7 @@ class FailoverIT {
 
                 oldOwner.pause();
                 awaitOwner(cluster, newOwner, 0);
-                try (PulsarClient onNewOwner = transactionalClient(newOwner.serviceUrl());
+                try (PulsarClient onNewOwner = Txns.client(newOwner.serviceUrl());
                      Producer<String> newProducer = Txns.producer(onNewOwner, topic)) {
                     Txns.committed(onNewOwner, newProducer, "on-new-owner");
                 }
@@ -124,7 +124,7 @@ class FailoverIT {
             try (RetryingEndClient retry = RetryingEndClient.connect(newOwner.serviceUrl())) {
                 assertThat(retry.commit(stale.getTxnID())).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
             }
-            try (PulsarClient client = transactionalClient(newOwner.serviceUrl())) {
+            try (PulsarClient client = Txns.client(newOwner.serviceUrl())) {
                 assertThat(Txns.readAll(client, topic)).containsExactly("on-new-owner");
                 // Records land with their group, shortly after the end.
                 org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() ->
@@ -149,7 +149,7 @@ class FailoverIT {
     void theStateTopicsBrokerKilledDuringCommitsCostsDelayNotOutcomes() throws Exception {
         try (LocalCluster cluster = LocalCluster.start("state-owner-killed", 2, 1, PLUGIN)) {
             String topic = Txns.uniqueTopic("state-owner-killed");
-            try (PulsarClient client = transactionalClient(cluster.serviceUrl());
+            try (PulsarClient client = Txns.client(cluster.serviceUrl());
                  Producer<String> producer = Txns.producer(client, topic)) {
                 Txns.committed(client, producer, "loads-the-coordinator");
             }
@@ -163,7 +163,7 @@ class FailoverIT {
             java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
             List<Long> confirmedAtNanos = java.util.Collections.synchronizedList(new ArrayList<>());
             Thread committer = new Thread(() -> {
-                try (PulsarClient client = transactionalClient(coordinatorOwner.serviceUrl());
+                try (PulsarClient client = Txns.client(coordinatorOwner.serviceUrl());
                      Producer<String> producer = Txns.producer(client, topic)) {
                     for (int i = 0; running.get(); i++) {
                         try {
@@ -254,11 +254,6 @@ class FailoverIT {
         }
         assertThat(cluster.ownerOfCoordinator(coordinatorOwner, 0)).as("the coordinator stayed").isSameAs(
                 coordinatorOwner);
-    }
-
-    private static PulsarClient transactionalClient(String serviceUrl) throws Exception {
-        return PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
-                .operationTimeout(30, TimeUnit.SECONDS).build();
     }
 
     private static void awaitOwner(LocalCluster cluster, LocalCluster.Broker expected, int coordinator)

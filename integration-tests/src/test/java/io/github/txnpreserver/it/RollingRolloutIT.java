@@ -138,7 +138,7 @@ class RollingRolloutIT {
             retry(cluster, withPlugin, "every transaction, at the end (A)", a -> true,
                     Set.of(Claim.NOT_FOUND, Claim.COMMITTED, Claim.ABORTED));
             List<String> read = new ArrayList<>();
-            try (PulsarClient client = transactionalClient(cluster)) {
+            try (PulsarClient client = Txns.client(cluster.serviceUrl())) {
                 read.addAll(Txns.readAll(client, topic));
                 List<String> crossed = Txns.readAll(client, crossingTopic);
                 assertThat(crossed).as("each transaction open across a move, committed after it")
@@ -160,7 +160,7 @@ class RollingRolloutIT {
     private long moveTo(LocalCluster cluster, LocalCluster.Broker from, LocalCluster.Broker to, int nextPhase)
             throws Exception {
         assertThat(cluster.ownerOfCoordinator(to, 0)).as("the coordinator before the move").isSameAs(from);
-        try (PulsarClient client = transactionalClient(cluster);
+        try (PulsarClient client = Txns.client(cluster.serviceUrl());
              Producer<String> producer = Txns.producer(client, crossingTopic)) {
             Transaction crossing = Txns.open(client, Duration.ofMinutes(5));
             String value = "across the move to phase " + nextPhase;
@@ -251,7 +251,7 @@ class RollingRolloutIT {
 
     /** Commits three transactions in four and aborts the fourth, one after another, until stopped. */
     private void load(LocalCluster cluster, String topic, AtomicBoolean running) {
-        try (PulsarClient client = transactionalClient(cluster);
+        try (PulsarClient client = Txns.client(cluster.serviceUrl());
              Producer<String> producer = Txns.producer(client, topic)) {
             for (int i = 0; running.get(); i++) {
                 int openedIn = phase.get();
@@ -296,10 +296,5 @@ class RollingRolloutIT {
         synchronized (attempts) {
             return attempts.stream().filter(a -> a.endedWithin(stablePhase)).count();
         }
-    }
-
-    private static PulsarClient transactionalClient(LocalCluster cluster) throws Exception {
-        return PulsarClient.builder().serviceUrl(cluster.serviceUrl()).enableTransaction(true)
-                .operationTimeout(30, TimeUnit.SECONDS).build();
     }
 }

@@ -26,7 +26,12 @@ final class Txns {
     }
 
     static PulsarClient client(LocalPulsar pulsar) throws PulsarClientException {
-        return PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).enableTransaction(true)
+        return client(pulsar.serviceUrl());
+    }
+
+    /** A client with transactions on, for a broker or a cluster (a service URL naming several brokers). */
+    static PulsarClient client(String serviceUrl) throws PulsarClientException {
+        return PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
                 .operationTimeout(30, TimeUnit.SECONDS).build();
     }
 
