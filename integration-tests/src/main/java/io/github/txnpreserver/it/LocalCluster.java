@@ -123,22 +123,29 @@ public final class LocalCluster implements AutoCloseable {
         }
     }
 
-    /**
-     * Moves coordinator {@code coordinator} to {@code target}: unloads its bundle naming the
-     * destination (left to the load manager, a bundle can land on the same broker every time)
-     * until a lookup finds it there, within three minutes.
-     */
+    /** Moves coordinator {@code coordinator} to {@code target} (see {@link #moveTopic}). */
     public void moveCoordinator(int coordinator, Broker target) throws PulsarClientException, PulsarAdminException,
             InterruptedException {
-        String topic = coordinatorTopic(coordinator);
+        moveTopic(coordinatorTopic(coordinator), target);
+    }
+
+    /**
+     * Moves {@code topic} (persistent://tenant/namespace/name) to {@code target}: unloads its
+     * bundle naming the destination (left to the load manager, a bundle can land on the same
+     * broker every time) until a lookup finds it there, within three minutes.
+     */
+    public void moveTopic(String topic, Broker target) throws PulsarClientException, PulsarAdminException,
+            InterruptedException {
+        String[] path = topic.substring(topic.indexOf("://") + 3).split("/");
+        String namespace = path[0] + "/" + path[1];
         Instant deadline = Instant.now().plus(START_TIMEOUT);
         try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(target.httpUrl()).build()) {
             while (brokerAt(admin.lookups().lookupTopic(topic)) != target) {
                 if (Instant.now().isAfter(deadline)) {
-                    throw new IllegalStateException("Coordinator " + coordinator + " did not move to " + target);
+                    throw new IllegalStateException(topic + " did not move to " + target);
                 }
                 try {
-                    admin.namespaces().unloadNamespaceBundle("pulsar/system", admin.lookups().getBundleRange(topic),
+                    admin.namespaces().unloadNamespaceBundle(namespace, admin.lookups().getBundleRange(topic),
                             target.brokerId());
                 } catch (PulsarAdminException e) {
                     // being loaded somewhere just now: the next round unloads it
