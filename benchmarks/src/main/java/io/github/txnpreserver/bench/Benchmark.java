@@ -22,9 +22,9 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * Stock Pulsar against the plugin, on the same distribution and machine, in one run; plus the
  * plugin's in-process figures. Prints a table, then one machine-readable RESULT line last.
  *
- * <p>Brokers alternate (stock, plugin, stock, plugin, ...) so that drift of the machine
- * during the run falls on both sides; latencies of all rounds are merged, throughputs
- * averaged. Usage: {@code benchmarks/run.sh [--quick] [--rounds N]}.
+ * <p>Brokers alternate in rounds, and the side that goes first alternates too (stock then
+ * plugin, plugin then stock, ...), so that a machine that drifts one way during the run
+ * favours neither side; latencies of all rounds are merged, throughputs averaged. Usage: {@code benchmarks/run.sh [--quick] [--rounds N]}.
  */
 public final class Benchmark {
 
@@ -75,7 +75,9 @@ public final class Benchmark {
         Side stock = new Side("stock");
         Side plugin = new Side("plugin");
         for (int round = 1; round <= rounds; round++) {
-            for (Side side : List.of(stock, plugin)) {
+            // Measured second, a side met the machine's drift alone: in one run the machine
+            // slowed all through, and the plugin, always second then, measured 8 % slower.
+            for (Side side : round % 2 == 1 ? List.of(stock, plugin) : List.of(plugin, stock)) {
                 say("-- round %d: %s --", round, side.name);
                 try (LocalPulsar pulsar = side == stock
                         ? LocalPulsar.startStock("bench-stock", Map.of("transactionCoordinatorEnabled", "true"))
@@ -96,6 +98,9 @@ public final class Benchmark {
         for (int clients : CLIENTS) {
             row("broker CPU us/txn, " + clients + " client(s)", stock.cpuPerTxn(clients), plugin.cpuPerTxn(clients));
         }
+        for (int clients : CLIENTS) {
+            row("  of which JIT compiler, " + clients, stock.jitPerTxn(clients), plugin.jitPerTxn(clients));
+        }
         row("pulsar-perf transaction txn/s", stock.perf(), plugin.perf());
 
         double p50Ratio = millis(plugin.latency, 50) / millis(stock.latency, 50);
@@ -106,7 +111,10 @@ public final class Benchmark {
         }
         throughputRatio /= CLIENTS.length;
         say("");
-        double cpuRatio = plugin.cpuPerTxn(CLIENTS[CLIENTS.length - 1]) / stock.cpuPerTxn(CLIENTS[CLIENTS.length - 1]);
+        int most = CLIENTS[CLIENTS.length - 1];
+        double cpuRatio = plugin.cpuPerTxn(most) / stock.cpuPerTxn(most);
+        double cpuRatioWithoutJit = (plugin.cpuPerTxn(most) - plugin.jitPerTxn(most))
+                / (stock.cpuPerTxn(most) - stock.jitPerTxn(most));
         double maxRate = plugin.throughput(CLIENTS[CLIENTS.length - 1]);
         double windowSeconds = memoryBound / accounted / maxRate;
         say("window the install defaults give at %.0f txn/s (%d MiB / %.2f bytes per outcome): %.0f s", maxRate,
@@ -120,11 +128,11 @@ public final class Benchmark {
         say("RESULT p50_ratio=%.3f p99_ratio=%.3f throughput_ratio=%.3f bytes_per_txn_count1=%.0f"
                         + " bytes_per_txn_count100=%.0f bytes_per_txn_count10000=%.0f messages_per_txn=%.3f"
                         + " heap_bytes_per_outcome=%.2f heap_bytes_per_outcome_1000_owners=%.2f"
-                        + " restore_10m_seconds=%.2f cpu_per_txn_ratio=%.3f window_seconds_at_max_rate=%.0f"
-                        + " window_probes_answered=%s",
+                        + " restore_10m_seconds=%.2f cpu_per_txn_ratio=%.3f cpu_per_txn_ratio_without_jit=%.3f"
+                        + " window_seconds_at_max_rate=%.0f window_probes_answered=%s",
                 p50Ratio, p99Ratio, throughputRatio, costPerTxn.get(1)[0], costPerTxn.get(100)[0],
                 costPerTxn.get(10_000)[0], costPerTxn.get(100)[1], heapNoOwner, heapOwners, restoreSeconds, cpuRatio,
-                windowSeconds, plugin.probesAnswered);
+                cpuRatioWithoutJit, windowSeconds, plugin.probesAnswered);
     }
 
     private static void measure(Side side, LocalPulsar pulsar, int round, int latencyTxns, Duration brokerWarmup,
@@ -149,9 +157,10 @@ public final class Benchmark {
                     prefix + "throughput-" + clients, clients, warmup, measured);
             side.throughputs.merge(clients, run.txnPerSecond(), Double::sum);
             side.cpuPerTxn.merge(clients, run.brokerCpuMicrosPerTxn(), Double::sum);
+            side.jitPerTxn.merge(clients, run.jitCpuMicrosPerTxn(), Double::sum);
             side.throughputRounds.merge(clients, 1, Integer::sum);
-            say("%d client(s): %.1f txn/s, broker CPU %.0f us per txn", clients, run.txnPerSecond(),
-                    run.brokerCpuMicrosPerTxn());
+            say("%d client(s): %.1f txn/s, broker CPU %.0f us per txn (JIT compiler %.0f)", clients,
+                    run.txnPerSecond(), run.brokerCpuMicrosPerTxn(), run.jitCpuMicrosPerTxn());
         }
         Path perfLog = pulsar.dir().resolve("pulsar-perf.log");
         double perf = PulsarPerf.transactionsPerSecond(pulsar.pulsarHome(), pulsar.serviceUrl(), pulsar.httpUrl(),
@@ -205,6 +214,7 @@ public final class Benchmark {
         final Histogram latency = new Histogram(60_000_000L, 3);
         final Map<Integer, Double> throughputs = new LinkedHashMap<>();
         final Map<Integer, Double> cpuPerTxn = new LinkedHashMap<>();
+        final Map<Integer, Double> jitPerTxn = new LinkedHashMap<>();
         final Map<Integer, Integer> throughputRounds = new LinkedHashMap<>();
         double perfSum;
         int perfRounds;
@@ -221,6 +231,10 @@ public final class Benchmark {
 
         double cpuPerTxn(int clients) {
             return cpuPerTxn.get(clients) / throughputRounds.get(clients);
+        }
+
+        double jitPerTxn(int clients) {
+            return jitPerTxn.get(clients) / throughputRounds.get(clients);
         }
 
         double perf() {

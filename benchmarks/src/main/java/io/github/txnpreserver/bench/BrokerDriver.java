@@ -3,6 +3,7 @@ package io.github.txnpreserver.bench;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -47,8 +48,12 @@ final class BrokerDriver {
         return histogram;
     }
 
-    /** What a throughput run measured. */
-    record Throughput(double txnPerSecond, double brokerCpuMicrosPerTxn) {
+    /**
+     * What a throughput run measured. {@code jitCpuMicrosPerTxn} is the part of the broker's
+     * CPU its JIT compiler threads took: a warm-up cost a broker running for days no longer
+     * pays, and one that varies between identical brokers.
+     */
+    record Throughput(double txnPerSecond, double brokerCpuMicrosPerTxn, double jitCpuMicrosPerTxn) {
     }
 
     /**
@@ -98,15 +103,18 @@ final class BrokerDriver {
             counting.set(true);
             long start = System.nanoTime();
             long cpuStart = ProcessCpu.micros(brokerPid);
+            Map<String, Long> jitStart = ProcessCpu.compilerTicks(brokerPid);
             Thread.sleep(measured.toMillis());
             long count = committed.get();
             long cpu = ProcessCpu.micros(brokerPid) - cpuStart;
+            long jit = ProcessCpu.compilerMicrosBetween(jitStart, ProcessCpu.compilerTicks(brokerPid));
             double seconds = (System.nanoTime() - start) / 1e9;
             running.set(false);
             for (Thread thread : threads) {
                 thread.join(TimeUnit.MINUTES.toMillis(2));
             }
-            return new Throughput(count / seconds, count == 0 ? Double.NaN : (double) cpu / count);
+            return new Throughput(count / seconds, count == 0 ? Double.NaN : (double) cpu / count,
+                    count == 0 ? Double.NaN : (double) jit / count);
         } finally {
             for (Producer<byte[]> producer : producers) {
                 producer.closeAsync();

@@ -1,8 +1,11 @@
 package io.github.txnpreserver.bench;
 
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
 
 /** CPU time (user + system) a process has used, from Linux's /proc. */
 final class ProcessCpu {
@@ -15,6 +18,37 @@ final class ProcessCpu {
 
     static long micros(long pid) throws IOException {
         return microsOfTicks(ticks(Files.readString(Path.of("/proc", Long.toString(pid), "stat"))));
+    }
+
+    /**
+     * CPU ticks of the JIT's compiler threads ("C1 CompilerThread0", "C2 CompilerThread1", as
+     * the kernel truncates them), by thread id. A compiler thread that ends between two reads
+     * takes its ticks along; HotSpot ends them only when compiling is idle.
+     */
+    static Map<String, Long> compilerTicks(long pid) throws IOException {
+        Map<String, Long> ticks = new HashMap<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks) {
+                try {
+                    String stat = Files.readString(task.resolve("stat"));
+                    if (name(stat).matches("C[12] CompilerThre.*")) {
+                        ticks.put(task.getFileName().toString(), ticks(stat));
+                    }
+                } catch (IOException threadGone) {
+                    // ended between the listing and the read
+                }
+            }
+        }
+        return ticks;
+    }
+
+    /** The compiler threads' CPU between two {@link #compilerTicks} reads. */
+    static long compilerMicrosBetween(Map<String, Long> before, Map<String, Long> after) {
+        long ticks = 0;
+        for (Map.Entry<String, Long> thread : after.entrySet()) {
+            ticks += thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+        }
+        return microsOfTicks(ticks);
     }
 
     /** User + system clock ticks of a {@code /proc/<pid>/stat} or {@code /proc/<pid>/task/<tid>/stat} line. */
