@@ -22,9 +22,12 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * Stock Pulsar against the plugin, on the same distribution and machine, in one run; plus the
  * plugin's in-process figures. Prints a table, then one machine-readable RESULT line last.
  *
- * <p>Brokers alternate in rounds, and the side that goes first alternates too (stock then
- * plugin, plugin then stock, ...), so that a machine that drifts one way during the run
- * favours neither side; latencies of all rounds are merged, throughputs averaged. Usage: {@code benchmarks/run.sh [--quick] [--rounds N]}.
+ * <p>Each round runs a stock and a plugin broker side by side and measures them in turns
+ * (stock, plugin, plugin, stock, ...: each figure in slices whose order alternates), so that
+ * drift of the machine, which moves every thread of both brokers alike, falls on both sides
+ * within seconds; the side that goes first alternates between rounds too. Latencies of all
+ * slices are merged, throughput and CPU summed over them. Usage:
+ * {@code benchmarks/run.sh [--quick] [--rounds N]}.
  */
 public final class Benchmark {
 
@@ -41,16 +44,20 @@ public final class Benchmark {
         // p99 of 2 000 commits is their 20th slowest: one GC pause or compaction pass moved a
         // round's p99 by 30-50 %. 5 000 per round (~25 s) make it the 50th.
         int latencyTxns = quick ? 300 : 5000;
-        // Each throughput window spans one interval of the broker's compaction check (60 s), so
-        // that a window carries all of a run or none alike. The warm-up is long because the
+        // Each side's throughput slices add up to one interval of the broker's compaction check
+        // (60 s), so that a side's slices carry one check's work on average. The warm-up is long because the
         // JIT is not done at 75 s: `--thread-cpu` (ThreadCpuProbe) measured the compiler
         // threads at 110-150 us per transaction (11-15 % of the broker's CPU) after 150 s on
         // either side, varying by 40 us between identical brokers, more than the plugin's
         // own cost; operators run brokers for days.
         Duration brokerWarmup = Duration.ofSeconds(quick ? 10 : 180);
+        Duration settle = Duration.ofSeconds(quick ? 10 : 30);
         Duration warmup = Duration.ofSeconds(quick ? 2 : 5);
         Duration measured = Duration.ofSeconds(quick ? 5 : 60);
         int perfSeconds = quick ? 10 : 20;
+        // Measured in turns of this many slices per side: the machine's drift moved a side's
+        // figures by more than the plugin's cost between two brokers measured minutes apart.
+        int slices = quick ? 2 : 4;
 
         say("== In-process figures (this JVM, no broker) ==");
         double heapNoOwner = InProcessFigures.heapBytesPerOutcome(10_000_000, 0);
@@ -75,15 +82,19 @@ public final class Benchmark {
         Side stock = new Side("stock");
         Side plugin = new Side("plugin");
         for (int round = 1; round <= rounds; round++) {
-            // Measured second, a side met the machine's drift alone: in one run the machine
-            // slowed all through, and the plugin, always second then, measured 8 % slower.
-            for (Side side : round % 2 == 1 ? List.of(stock, plugin) : List.of(plugin, stock)) {
-                say("-- round %d: %s --", round, side.name);
-                try (LocalPulsar pulsar = side == stock
-                        ? LocalPulsar.startStock("bench-stock", Map.of("transactionCoordinatorEnabled", "true"))
-                        : LocalPulsar.start("bench-plugin", Map.of("transactionMetaPersistCount", "100"))) {
-                    measure(side, pulsar, round, latencyTxns, brokerWarmup, warmup, measured, perfSeconds);
-                }
+            // The side that starts first alternates too: each round's turns begin with it.
+            List<Side> order = round % 2 == 1 ? List.of(stock, plugin) : List.of(plugin, stock);
+            say("-- round %d: %s and %s side by side, measured in turns --", round, order.get(0).name,
+                    order.get(1).name);
+            try (LocalPulsar stockBroker = LocalPulsar.startStock("bench-stock",
+                         Map.of("transactionCoordinatorEnabled", "true"));
+                 LocalPulsar pluginBroker = LocalPulsar.start("bench-plugin",
+                         Map.of("transactionMetaPersistCount", "100"))) {
+                stock.broker = stockBroker;
+                plugin.broker = pluginBroker;
+                stock.other = plugin;
+                plugin.other = stock;
+                measure(order, round, slices, latencyTxns, brokerWarmup, settle, warmup, measured, perfSeconds);
             }
         }
 
@@ -135,48 +146,83 @@ public final class Benchmark {
                 cpuRatioWithoutJit, windowSeconds, plugin.probesAnswered);
     }
 
-    private static void measure(Side side, LocalPulsar pulsar, int round, int latencyTxns, Duration brokerWarmup,
-                                Duration warmup, Duration measured, int perfSeconds) throws Exception {
-        String prefix = "persistent://public/default/bench-" + side.name + "-" + round + "-";
+    private static void measure(List<Side> order, int round, int slices, int latencyTxns, Duration brokerWarmup,
+                                Duration settle, Duration warmup, Duration measured, int perfSeconds)
+            throws Exception {
+        String prefix = "persistent://public/default/bench-" + round + "-";
         // The window, checked by probing: a transaction committed before all the load must
         // still be answered after it (the plugin's side only; stock answers TransactionNotFound).
         long probeStart = System.nanoTime();
-        TxnID probe = commitProbe(pulsar.serviceUrl());
+        Map<Side, TxnID> probes = new LinkedHashMap<>();
+        for (Side side : order) {
+            probes.put(side, commitProbe(side.broker.serviceUrl()));
+        }
         // Operators run brokers for days: measure them warm. The plugin's side has more code to
         // compile (the broker's own client sends its records), so a short warm-up measures the
         // JIT (30-40 % more broker CPU per transaction in the first minute, ~10 % after it).
-        BrokerDriver.throughput(pulsar.serviceUrl(), pulsar.pid(), prefix + "warm-up", CLIENTS[CLIENTS.length - 1],
-                Duration.ZERO, brokerWarmup);
-        Histogram latency = BrokerDriver.commitLatency(pulsar.serviceUrl(), prefix + "latency", latencyTxns / 10,
-                latencyTxns);
-        side.latency.add(latency);
-        say("commit latency p50 %.2f ms, p99 %.2f ms over %d commits", latency.getValueAtPercentile(50) / 1000.0,
-                latency.getValueAtPercentile(99) / 1000.0, latency.getTotalCount());
-        for (int clients : CLIENTS) {
-            BrokerDriver.Throughput run = BrokerDriver.throughput(pulsar.serviceUrl(), pulsar.pid(),
-                    prefix + "throughput-" + clients, clients, warmup, measured);
-            side.throughputs.merge(clients, run.txnPerSecond(), Double::sum);
-            side.cpuPerTxn.merge(clients, run.brokerCpuMicrosPerTxn(), Double::sum);
-            side.jitPerTxn.merge(clients, run.jitCpuMicrosPerTxn(), Double::sum);
-            side.throughputRounds.merge(clients, 1, Integer::sum);
-            say("%d client(s): %.1f txn/s, broker CPU %.0f us per txn (JIT compiler %.0f)", clients,
-                    run.txnPerSecond(), run.brokerCpuMicrosPerTxn(), run.jitCpuMicrosPerTxn());
+        for (Side side : order) {
+            BrokerDriver.throughput(side.broker.serviceUrl(), side.broker.pid(), prefix + side.name + "-warm-up",
+                    CLIENTS[CLIENTS.length - 1], Duration.ZERO, brokerWarmup);
         }
-        Path perfLog = pulsar.dir().resolve("pulsar-perf.log");
-        double perf = PulsarPerf.transactionsPerSecond(pulsar.pulsarHome(), pulsar.serviceUrl(), pulsar.httpUrl(),
-                prefix + "perf", 8, perfSeconds, perfLog);
-        side.perfSum += perf;
-        side.perfRounds++;
-        say("pulsar-perf transaction, 8 threads: %.1f txn/s (log %s)", perf, perfLog);
-        try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
-            EndAnswer answer = retry.commit(probe);
-            double age = (System.nanoTime() - probeStart) / 1e9;
-            say("retried commit of a probe committed %.0f s before, under all of the load above: %s", age, answer);
-            if (side.name.equals("plugin")) {
-                side.probesAnswered &= answer == EndAnswer.SUCCESS;
-                side.probeAgeSeconds = Math.max(side.probeAgeSeconds, age);
+        // The broker warmed up last still compiles for a while after its load: measured at once,
+        // the other side met that broker's JIT (half a core, in a short run).
+        Thread.sleep(settle.toMillis());
+        for (int slice = 0; slice < slices; slice++) {
+            for (Side side : turn(order, slice)) {
+                Histogram latency = BrokerDriver.commitLatency(side.broker.serviceUrl(),
+                        prefix + side.name + "-latency", latencyTxns / slices / 10, latencyTxns / slices);
+                side.latency.add(latency);
+                say("%-6s commit latency p50 %.2f ms, p99 %.2f ms over %d commits", side.name,
+                        latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(99) / 1000.0,
+                        latency.getTotalCount());
             }
         }
+        for (int clients : CLIENTS) {
+            for (int slice = 0; slice < slices; slice++) {
+                for (Side side : turn(order, slice)) {
+                    long neighbourCpu = ProcessCpu.micros(side.other.broker.pid());
+                    BrokerDriver.Throughput run = BrokerDriver.throughput(side.broker.serviceUrl(), side.broker.pid(),
+                            prefix + side.name + "-throughput-" + clients, clients, warmup,
+                            measured.dividedBy(slices));
+                    neighbourCpu = ProcessCpu.micros(side.other.broker.pid()) - neighbourCpu;
+                    side.throughput.merge(clients, run, Benchmark::sum);
+                    say("%-6s %2d client(s): %.1f txn/s, broker CPU %.0f us per txn (JIT compiler %.0f);"
+                                    + " idle %s broker %.0f ms CPU per s", side.name, clients, run.txnPerSecond(),
+                            run.brokerCpuMicrosPerTxn(), run.jitCpuMicrosPerTxn(), side.other.name,
+                            neighbourCpu / 1000.0 / run.seconds());
+                }
+            }
+        }
+        for (Side side : order) {
+            Path perfLog = side.broker.dir().resolve("pulsar-perf.log");
+            double perf = PulsarPerf.transactionsPerSecond(side.broker.pulsarHome(), side.broker.serviceUrl(),
+                    side.broker.httpUrl(), prefix + side.name + "-perf", 8, perfSeconds, perfLog);
+            side.perfSum += perf;
+            side.perfRounds++;
+            say("%-6s pulsar-perf transaction, 8 threads: %.1f txn/s (log %s)", side.name, perf, perfLog);
+        }
+        for (Side side : order) {
+            try (RetryingEndClient retry = RetryingEndClient.connect(side.broker.serviceUrl())) {
+                EndAnswer answer = retry.commit(probes.get(side));
+                double age = (System.nanoTime() - probeStart) / 1e9;
+                say("%-6s retried commit of a probe committed %.0f s before, under all of the load above: %s",
+                        side.name, age, answer);
+                if (side.name.equals("plugin")) {
+                    side.probesAnswered &= answer == EndAnswer.SUCCESS;
+                    side.probeAgeSeconds = Math.max(side.probeAgeSeconds, age);
+                }
+            }
+        }
+    }
+
+    /** The sides in slice {@code slice}'s turn: the order, then reversed, and so on. */
+    private static List<Side> turn(List<Side> order, int slice) {
+        return slice % 2 == 0 ? order : List.of(order.get(1), order.get(0));
+    }
+
+    private static BrokerDriver.Throughput sum(BrokerDriver.Throughput a, BrokerDriver.Throughput b) {
+        return new BrokerDriver.Throughput(a.committed() + b.committed(), a.seconds() + b.seconds(),
+                a.brokerCpuMicros() + b.brokerCpuMicros(), a.jitCpuMicros() + b.jitCpuMicros());
     }
 
     private static TxnID commitProbe(String serviceUrl) throws Exception {
@@ -212,29 +258,29 @@ public final class Benchmark {
     private static final class Side {
         final String name;
         final Histogram latency = new Histogram(60_000_000L, 3);
-        final Map<Integer, Double> throughputs = new LinkedHashMap<>();
-        final Map<Integer, Double> cpuPerTxn = new LinkedHashMap<>();
-        final Map<Integer, Double> jitPerTxn = new LinkedHashMap<>();
-        final Map<Integer, Integer> throughputRounds = new LinkedHashMap<>();
+        final Map<Integer, BrokerDriver.Throughput> throughput = new LinkedHashMap<>();
         double perfSum;
         int perfRounds;
         boolean probesAnswered = true;
         double probeAgeSeconds;
+        /** This round's broker, and the other side, whose broker idles while this one is measured. */
+        LocalPulsar broker;
+        Side other;
 
         Side(String name) {
             this.name = name;
         }
 
         double throughput(int clients) {
-            return throughputs.get(clients) / throughputRounds.get(clients);
+            return throughput.get(clients).txnPerSecond();
         }
 
         double cpuPerTxn(int clients) {
-            return cpuPerTxn.get(clients) / throughputRounds.get(clients);
+            return throughput.get(clients).brokerCpuMicrosPerTxn();
         }
 
         double jitPerTxn(int clients) {
-            return jitPerTxn.get(clients) / throughputRounds.get(clients);
+            return throughput.get(clients).jitCpuMicrosPerTxn();
         }
 
         double perf() {

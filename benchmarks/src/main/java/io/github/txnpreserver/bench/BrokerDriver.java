@@ -49,11 +49,24 @@ final class BrokerDriver {
     }
 
     /**
-     * What a throughput run measured. {@code jitCpuMicrosPerTxn} is the part of the broker's
-     * CPU its JIT compiler threads took: a warm-up cost a broker running for days no longer
-     * pays, and one that varies between identical brokers.
+     * What a throughput run measured: transactions committed over {@code seconds}, and the
+     * broker's CPU over the same interval, of which {@code jitCpuMicros} its JIT compiler
+     * threads took (a warm-up cost a broker running for days no longer pays, and one that
+     * varies between identical brokers).
      */
-    record Throughput(double txnPerSecond, double brokerCpuMicrosPerTxn, double jitCpuMicrosPerTxn) {
+    record Throughput(long committed, double seconds, long brokerCpuMicros, long jitCpuMicros) {
+
+        double txnPerSecond() {
+            return committed / seconds;
+        }
+
+        double brokerCpuMicrosPerTxn() {
+            return committed == 0 ? Double.NaN : (double) brokerCpuMicros / committed;
+        }
+
+        double jitCpuMicrosPerTxn() {
+            return committed == 0 ? Double.NaN : (double) jitCpuMicros / committed;
+        }
     }
 
     /**
@@ -113,8 +126,7 @@ final class BrokerDriver {
             for (Thread thread : threads) {
                 thread.join(TimeUnit.MINUTES.toMillis(2));
             }
-            return new Throughput(count / seconds, count == 0 ? Double.NaN : (double) cpu / count,
-                    count == 0 ? Double.NaN : (double) jit / count);
+            return new Throughput(count, seconds, cpu, jit);
         } finally {
             for (Producer<byte[]> producer : producers) {
                 producer.closeAsync();
