@@ -1,5 +1,6 @@
 package io.github.txnpreserver.time;
 
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -46,7 +47,10 @@ public final class ExecutorScheduler implements Scheduler {
     public ExecutorScheduler(String threadName, Clock clock) {
         this.clock = clock;
         ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, runnable -> {
-            Thread thread = new Thread(runnable, threadName);
+            // A netty thread, as Pulsar's coordinator threads are: this one calls the managed
+            // ledger and the client, whose pooled objects live in netty's thread-locals, which a
+            // plain thread reaches only through a java.lang.ThreadLocal.
+            Thread thread = new FastThreadLocalThread(runnable, threadName);
             thread.setDaemon(true);
             return thread;
         });
