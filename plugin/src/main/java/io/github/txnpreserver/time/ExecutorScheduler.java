@@ -48,8 +48,9 @@ public final class ExecutorScheduler implements Scheduler {
         this.clock = clock;
         ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, runnable -> {
             // A netty thread, as Pulsar's coordinator threads are: this one calls the managed
-            // ledger and the client, whose pooled objects live in netty's thread-locals, which a
-            // plain thread reaches only through a java.lang.ThreadLocal.
+            // ledger and the client, which keep pooled buffers and objects in netty's
+            // thread-locals; a plain thread reaches those through a java.lang.ThreadLocal
+            // (netty 4.1) or gets no pooling (4.2). They are freed when the thread ends.
             Thread thread = new FastThreadLocalThread(runnable, threadName);
             thread.setDaemon(true);
             return thread;
