@@ -45,7 +45,7 @@ public final class Benchmark {
         // round's p99 by 30-50 %. 5 000 per round (~25 s) make it the 50th.
         int latencyTxns = quick ? 300 : 5000;
         // Each side's throughput slices add up to one interval of the broker's compaction check
-        // (60 s), so that a side's slices carry one check's work on average. The warm-up is long because the
+        // (60 s), so that they carry one check's work on average. The warm-up is long because the
         // JIT is not done at 75 s: `--thread-cpu` (ThreadCpuProbe) measured the compiler
         // threads at 110-150 us per transaction (11-15 % of the broker's CPU) after 150 s on
         // either side, varying by 40 us between identical brokers, more than the plugin's
@@ -126,7 +126,7 @@ public final class Benchmark {
         double cpuRatio = plugin.cpuPerTxn(most) / stock.cpuPerTxn(most);
         double cpuRatioWithoutJit = (plugin.cpuPerTxn(most) - plugin.jitPerTxn(most))
                 / (stock.cpuPerTxn(most) - stock.jitPerTxn(most));
-        double maxRate = plugin.throughput(CLIENTS[CLIENTS.length - 1]);
+        double maxRate = plugin.throughput(most);
         double windowSeconds = memoryBound / accounted / maxRate;
         say("window the install defaults give at %.0f txn/s (%d MiB / %.2f bytes per outcome): %.0f s", maxRate,
                 memoryBound >> 20, accounted, windowSeconds);

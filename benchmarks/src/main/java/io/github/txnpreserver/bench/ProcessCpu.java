@@ -20,6 +20,21 @@ final class ProcessCpu {
         return microsOfTicks(ticks(Files.readString(Path.of("/proc", Long.toString(pid), "stat"))));
     }
 
+    /** The {@code /proc/<pid>/task/<tid>/stat} line of each of the process's threads, by thread id. */
+    static Map<String, String> threadStats(long pid) throws IOException {
+        Map<String, String> stats = new HashMap<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks) {
+                try {
+                    stats.put(task.getFileName().toString(), Files.readString(task.resolve("stat")));
+                } catch (IOException threadGone) {
+                    // ended between the listing and the read
+                }
+            }
+        }
+        return stats;
+    }
+
     /**
      * CPU ticks of the JIT's compiler threads ("C1 CompilerThread0", "C2 CompilerThread1", as
      * the kernel truncates them), by thread id. A compiler thread that ends between two reads
@@ -27,18 +42,11 @@ final class ProcessCpu {
      */
     static Map<String, Long> compilerTicks(long pid) throws IOException {
         Map<String, Long> ticks = new HashMap<>();
-        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
-            for (Path task : tasks) {
-                try {
-                    String stat = Files.readString(task.resolve("stat"));
-                    if (name(stat).matches("C[12] CompilerThre.*")) {
-                        ticks.put(task.getFileName().toString(), ticks(stat));
-                    }
-                } catch (IOException threadGone) {
-                    // ended between the listing and the read
-                }
+        threadStats(pid).forEach((tid, stat) -> {
+            if (name(stat).matches("C[12] CompilerThre.*")) {
+                ticks.put(tid, ticks(stat));
             }
-        }
+        });
         return ticks;
     }
 

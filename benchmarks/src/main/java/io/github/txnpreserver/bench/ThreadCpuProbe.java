@@ -3,9 +3,6 @@ package io.github.txnpreserver.bench;
 import io.github.txnpreserver.it.LocalPulsar;
 import io.github.txnpreserver.it.PulsarDistribution;
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -78,15 +75,8 @@ public final class ThreadCpuProbe {
     /** CPU ticks (1/100 s) of the process's threads, by name (as the kernel truncates it), digits folded. */
     private static Map<String, Long> ticksByThreadName(long pid) throws IOException {
         Map<String, Long> ticks = new TreeMap<>();
-        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
-            for (Path task : tasks) {
-                try {
-                    String stat = Files.readString(task.resolve("stat"));
-                    ticks.merge(ProcessCpu.name(stat).replaceAll("[0-9]+", "N"), ProcessCpu.ticks(stat), Long::sum);
-                } catch (IOException threadGone) {
-                    // ended between the listing and the read
-                }
-            }
+        for (String stat : ProcessCpu.threadStats(pid).values()) {
+            ticks.merge(ProcessCpu.name(stat).replaceAll("[0-9]+", "N"), ProcessCpu.ticks(stat), Long::sum);
         }
         return ticks;
     }
