@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Recorder;
 import org.HdrHistogram.Histogram;
 import org.apache.pulsar.client.api.Producer;
@@ -76,6 +77,18 @@ final class BrokerDriver {
      */
     static Throughput throughput(String serviceUrl, long brokerPid, String topic, int clients, Duration warmup,
                                  Duration measured) throws Exception {
+        return throughput(serviceUrl, brokerPid, topic, clients, 0, warmup, measured);
+    }
+
+    /**
+     * As {@link #throughput(String, long, String, int, Duration, Duration)}, with the clients
+     * together paced to {@code txnPerSecond} (0: as fast as the broker answers): each client
+     * starts a transaction every {@code clients / txnPerSecond} seconds, staggered, and one that
+     * fell behind starts its next at once but does not make up for the missed ones.
+     */
+    static Throughput throughput(String serviceUrl, long brokerPid, String topic, int clients, double txnPerSecond,
+                                 Duration warmup, Duration measured) throws Exception {
+        long intervalNanos = txnPerSecond > 0 ? (long) (clients * 1e9 / txnPerSecond) : 0;
         List<PulsarClient> pulsarClients = new ArrayList<>();
         List<Producer<byte[]>> producers = new ArrayList<>();
         try {
@@ -92,8 +105,18 @@ final class BrokerDriver {
             for (int i = 0; i < clients; i++) {
                 PulsarClient client = pulsarClients.get(i);
                 Producer<byte[]> producer = producers.get(i);
+                long firstStart = System.nanoTime() + intervalNanos * i / clients;
                 Thread thread = new Thread(() -> {
+                    long nextStart = firstStart;
                     while (running.get()) {
+                        if (intervalNanos > 0) {
+                            long wait = nextStart - System.nanoTime();
+                            if (wait > 0) {
+                                LockSupport.parkNanos(wait);
+                                continue;
+                            }
+                            nextStart = Math.max(nextStart + intervalNanos, System.nanoTime());
+                        }
                         try {
                             Transaction txn = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES)
                                     .build().get();
