@@ -83,11 +83,15 @@ final class BrokerDriver {
     /**
      * As {@link #throughput(String, long, String, int, Duration, Duration)}, with the clients
      * together paced to {@code txnPerSecond} (0: as fast as the broker answers): each client
-     * starts a transaction every {@code clients / txnPerSecond} seconds, staggered, and one that
-     * fell behind starts its next at once but does not make up for the missed ones.
+     * starts a transaction every {@code clients / txnPerSecond} seconds, staggered; one that
+     * fell behind starts its next at once and its schedule anew from there, so it makes up
+     * for at most one missed start.
      */
     static Throughput throughput(String serviceUrl, long brokerPid, String topic, int clients, double txnPerSecond,
                                  Duration warmup, Duration measured) throws Exception {
+        if (txnPerSecond < 0 || Double.isNaN(txnPerSecond)) {
+            throw new IllegalArgumentException("rate " + txnPerSecond + " txn/s");
+        }
         long intervalNanos = txnPerSecond > 0 ? (long) (clients * 1e9 / txnPerSecond) : 0;
         List<PulsarClient> pulsarClients = new ArrayList<>();
         List<Producer<byte[]>> producers = new ArrayList<>();
