@@ -8,7 +8,7 @@ import java.util.PriorityQueue;
 /**
  * A {@link Scheduler} without a thread of its own, for figures of the preserver's code in
  * this JVM: {@link #execute} runs the task at once on the calling thread, so that a
- * preserver's {@code decide}, {@code ended} and {@code preserve} have done their work when
+ * preserver's {@code decide}, {@code ended} and {@code afterOutcomeDurable} have done their work when
  * they return. A task handed over while another runs (a task's own follow-up, or a reading
  * thread's completion) waits for it and is run by the same caller, so tasks still run one at
  * a time, as on the preserver's thread.

@@ -86,11 +86,11 @@ final class InProcessFigures {
         source.preserver.closeAsync().join();
         // One warm-up pass so that the figure is not the JIT's.
         TransactionMetadataPreserver warmUp = newPreserver(unboundedConfig(), topic);
-        warmUp.restore().join();
+        warmUp.startRestore(() -> Long.MAX_VALUE).join();
         warmUp.closeAsync().join();
         TransactionMetadataPreserver preserver = newPreserver(unboundedConfig(), topic);
         long start = System.nanoTime();
-        preserver.restore().join();
+        preserver.startRestore(() -> Long.MAX_VALUE).join();
         double seconds = (System.nanoTime() - start) / 1e9;
         // Published by the preserver at the restore's end.
         if (preserver.figures().kept() != outcomes) {
@@ -112,7 +112,7 @@ final class InProcessFigures {
         DirectScheduler scheduler = new DirectScheduler();
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic, scheduler,
                 new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
-        preserver.restore().join();
+        preserver.startRestore(() -> Long.MAX_VALUE).join();
         long sequence = 0;
         for (int i = 0; i < 1000; i++) {
             preserveOne(preserver, scheduler, sequence++);
@@ -128,11 +128,17 @@ final class InProcessFigures {
         return cost;
     }
 
-    /** Ends one transaction and writes its block at once (the group interval is zero). */
+    /**
+     * Ends one transaction as the store's terminal step does (decide, then the terminal
+     * entry) and writes its block at once (the group interval is zero).
+     */
     private static void preserveOne(TransactionMetadataPreserver preserver, DirectScheduler scheduler,
                                     long sequence) {
-        CompletableFuture<Void> durable = preserver.preserve(new TxnID(TC, sequence), Outcome.COMMITTED,
-                "flink-job-7");
+        TxnID txn = new TxnID(TC, sequence);
+        preserver.decide(txn, Outcome.COMMITTED, "flink-job-7").join();
+        preserver.ended(txn);
+        CompletableFuture<Void> durable = new CompletableFuture<>();
+        preserver.afterOutcomeDurable(sequence, () -> durable.complete(null));
         scheduler.runDue();
         if (!durable.isDone()) {
             throw new IllegalStateException("transaction " + sequence + " not durable after its flush");
@@ -164,7 +170,7 @@ final class InProcessFigures {
         DirectScheduler scheduler = new DirectScheduler();
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, unboundedConfig(), topic,
                 scheduler, new OutcomeMemoryBudget(UNBOUNDED), Duration.ZERO);
-        preserver.restore().join();
+        preserver.startRestore(() -> Long.MAX_VALUE).join();
         long now = scheduler.millis();
         for (int i = 0; i < outcomes; i++) {
             TxnID txnId = new TxnID(TC, i);

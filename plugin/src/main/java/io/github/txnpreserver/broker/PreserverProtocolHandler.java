@@ -61,18 +61,19 @@ public class PreserverProtocolHandler implements ProtocolHandler {
     /** How long a closing broker keeps the state topics' client for coordinators still closing. */
     static final Duration CLOSE_WAIT = Duration.ofSeconds(60);
     /**
-     * How long a state-topic write may take before it fails, its writer is replaced and the
-     * end of the transaction is retried: well inside a client's 30 s operation timeout, so
-     * that a wedged writer costs a waiting commit a delay, not a timeout.
+     * How long a state-topic write may take before it fails and its block is written again
+     * later with the same writer (the producer reconnects by itself). A send still unanswered
+     * 5 s after this counts as wedged, and its writer is replaced. No commit waits for a
+     * write: a slow writer delays the release of log entries, not an answer.
      */
     static final Duration STATE_TOPIC_SEND_TIMEOUT = Duration.ofSeconds(10);
     /**
      * The longest a state-topic producer or reader waits between two attempts to reconnect.
      * The broker's client lets the wait grow to 60 s: after a long outage, or a topic that
-     * keeps moving, a writer would sleep through the topic's return while every commit
-     * waits for it, and a client's 30 s operation timeout ran out (one attempt in 12 s was
-     * seen with the topic unloaded every 150 ms). One attempt a second per coordinator is
-     * what a lookup costs.
+     * keeps moving, a writer would sleep through the topic's return while ended transactions
+     * wait for their records (one attempt in 12 s was seen with the topic unloaded every
+     * 150 ms), and once {@code MAX_UNDURABLE_ENDS} wait, commits are refused. One attempt a
+     * second per coordinator is what a lookup costs.
      */
     static final Duration STATE_TOPIC_MAX_RECONNECT_BACKOFF = Duration.ofSeconds(1);
     private PreserverConfig config;
@@ -193,9 +194,9 @@ public class PreserverProtocolHandler implements ProtocolHandler {
     }
 
     /**
-     * The broker's internal client with a short reconnect backoff: the same settings
-     * (service URL, authentication, TLS) and the same shared threads, so it costs one more
-     * connection, not a thread.
+     * A client made as the broker's internal one, with a short reconnect backoff: the same
+     * settings (service URL, authentication, TLS) and the same shared threads, so it costs one
+     * more connection, not a thread.
      */
     private synchronized PulsarClient stateTopicClient() throws PulsarServerException, PulsarClientException {
         if (closed) {

@@ -50,7 +50,7 @@ public record PreserverConfig(
     public static final long DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND = 300;
     public static final int DEFAULT_MAX_KEPT_PER_COORDINATOR = 100_000;
     public static final long DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND = 60;
-    /** 64 MiB: about 20 M outcomes without owners, 12 M with many owner roles (docs/DESIGN.md). */
+    /** 64 MiB: about 24 M outcomes with one owner role, 12 M with many (docs/DESIGN.md, "Cost"). */
     public static final long DEFAULT_MAX_MEMORY_IN_MB = 64;
     private static final long MIB = 1024 * 1024;
     /** 0.01 MiB: a few blocks of outcomes; small bounds exist for tests of the bound itself. */
@@ -80,10 +80,6 @@ public record PreserverConfig(
         if (maxMemoryBytes < MIN_MEMORY_BYTES) {
             throw new InvalidConfigException(MAX_MEMORY_IN_MB, maxMemoryBytes / (double) MIB, "must be at least 0.01");
         }
-    }
-
-    public static PreserverConfig defaults() {
-        return fromProperties(new Properties());
     }
 
     /** Reads the plugin's keys from the broker's properties (broker.conf and its overrides). */

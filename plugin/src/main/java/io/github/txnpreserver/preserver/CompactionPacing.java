@@ -27,8 +27,8 @@ import java.time.Duration;
  * outgrows it, and lowered only once it is four times what the view needs: a view that
  * hovers around a power of two does not rewrite the topic's policy at every check.
  *
- * <p>A failed request is asked again at the next check, then after 2, 4, ... up to 32
- * checks; a topic recreated (its policies deleted with it) is asked for afresh.
+ * <p>A failed request is asked again at the next check, then after 2, 4, ... 32 checks,
+ * then every 33; a topic recreated (its policies deleted with it) is asked for afresh.
  *
  * <p>Not thread-safe: confined to the coordinator's thread.
  */

@@ -12,23 +12,17 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * twice. PIP-255: "consider Aborting equivalent to Aborted".
  */
 public enum Outcome {
-    COMMITTED(TxnStatus.COMMITTING, TxnStatus.COMMITTED),
-    ABORTED(TxnStatus.ABORTING, TxnStatus.ABORTED);
+    COMMITTED(TxnStatus.COMMITTING),
+    ABORTED(TxnStatus.ABORTING);
 
     private final TxnStatus finishingStatus;
-    private final TxnStatus terminalStatus;
 
-    Outcome(TxnStatus finishingStatus, TxnStatus terminalStatus) {
+    Outcome(TxnStatus finishingStatus) {
         this.finishingStatus = finishingStatus;
-        this.terminalStatus = terminalStatus;
     }
 
     public TxnStatus finishingStatus() {
         return finishingStatus;
-    }
-
-    public TxnStatus terminalStatus() {
-        return terminalStatus;
     }
 
     /** The outcome a finishing or terminal status leads to, or null for OPEN and TIME_OUT. */

@@ -31,7 +31,7 @@ import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
  *
  * <p>Its restore merge lives in {@link RestoreMerge}, which shares its package-private state.
  *
- * <p>Not thread-safe: confined to its coordinator's thread ({@code Preserver}).
+ * <p>Not thread-safe: confined to its coordinator's thread ({@link TransactionMetadataPreserver}).
  */
 final class OutcomeIndex {
 
@@ -59,7 +59,6 @@ final class OutcomeIndex {
     long blockOutcomes;
     private long memoryEvictions;
     private long expirations;
-    private int droppedThroughTime = Integer.MIN_VALUE;
     /** Blocks at or below this index are held; -1 when none is. */
     private long heldThroughBlock = -1;
 
@@ -114,7 +113,7 @@ final class OutcomeIndex {
         }
     }
 
-    /** The kept outcome of a sequence: null, or a packed outcome ({@link ClientFloor#pack}). */
+    /** The kept outcome of a sequence, packed ({@link ClientFloor#pack}), or {@code none}. */
     long find(long sequence, long none) {
         OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
         int offset = OutcomeBlock.offsetOf(sequence);
@@ -163,7 +162,6 @@ final class OutcomeIndex {
     int evictOldest() {
         for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (droppable(block)) {
-                droppedThroughTime = Math.max(droppedThroughTime, block.maxTime());
                 int dropped = floor.outside(block);
                 drop(block);
                 memoryEvictions += dropped;
@@ -183,9 +181,9 @@ final class OutcomeIndex {
         return null;
     }
 
-    /** Holds the blocks up to the one of {@code frontierSequence} until {@link #merge}. */
-    void hold(long frontierSequence) {
-        heldThroughBlock = Math.max(heldThroughBlock, OutcomeBlock.indexOf(Math.max(0, frontierSequence)));
+    /** Holds the blocks up to the one of {@code throughSequence} until {@link #merge}. */
+    void hold(long throughSequence) {
+        heldThroughBlock = Math.max(heldThroughBlock, OutcomeBlock.indexOf(Math.max(0, throughSequence)));
     }
 
     boolean isHeld(long blockIndex) {
@@ -274,11 +272,6 @@ final class OutcomeIndex {
 
     long expirations() {
         return expirations;
-    }
-
-    /** The newest end time of an outcome the memory bound dropped, or null if none was. */
-    Long droppedThroughMillis() {
-        return droppedThroughTime == Integer.MIN_VALUE ? null : millisOf(droppedThroughTime);
     }
 
     int floorSize() {

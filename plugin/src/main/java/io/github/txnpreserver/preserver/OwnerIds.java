@@ -83,13 +83,4 @@ final class OwnerIds {
     long bytes() {
         return bytes + 8L * names.length;
     }
-
-    void clear() {
-        ids.clear();
-        Arrays.fill(names, null);
-        Arrays.fill(references, 0);
-        nextId = 1;
-        freeIds.clear();
-        bytes = 0;
-    }
 }

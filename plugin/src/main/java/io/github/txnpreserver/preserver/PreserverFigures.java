@@ -6,18 +6,15 @@ package io.github.txnpreserver.preserver;
  *
  * @param kept outcomes kept, in blocks and floor entries
  * @param windowMillis age of the oldest outcome in the window, 0 when empty
- * @param droppedThroughMillis newest end time the memory bound dropped, or null
  */
-public record PreserverFigures(long kept, long keys, long bytes, int floorEntries, int clients, long windowMillis,
-                               long memoryEvictions, long floorEvictions, long expirations,
-                               Long droppedThroughMillis, int waitingEnds) {
+public record PreserverFigures(long kept, long bytes, int floorEntries, int clients, long windowMillis,
+                               long memoryEvictions, long floorEvictions, long expirations) {
 
-    static final PreserverFigures NONE = new PreserverFigures(0, 0, 0, 0, 0, 0, 0, 0, 0, null, 0);
+    static final PreserverFigures NONE = new PreserverFigures(0, 0, 0, 0, 0, 0, 0, 0);
 
     /** On the coordinator's thread. */
-    static PreserverFigures of(OutcomeIndex index, DurabilityQueue queue, long nowMillis) {
-        return new PreserverFigures(index.size(), index.keyCount(), index.bytes(), index.floorSize(), index.clients(),
-                index.windowMillis(nowMillis), index.memoryEvictions(), index.floorEvictions(), index.expirations(),
-                index.droppedThroughMillis(), queue.waiting());
+    static PreserverFigures of(OutcomeIndex index, long nowMillis) {
+        return new PreserverFigures(index.size(), index.bytes(), index.floorSize(), index.clients(),
+                index.windowMillis(nowMillis), index.memoryEvictions(), index.floorEvictions(), index.expirations());
     }
 }

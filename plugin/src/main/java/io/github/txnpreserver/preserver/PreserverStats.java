@@ -28,7 +28,11 @@ public final class PreserverStats {
     public final LatencyHistogram stateWriteLatency = new LatencyHistogram();
     /** Background re-drives of transactions stuck finishing. */
     public final LongAdder stuckRedrives = new LongAdder();
-    /** State-topic writers replaced because they could write no more or were wedged. */
+    /**
+     * Attempts to replace a state-topic writer that could write no more or was wedged, and
+     * releases of the coordinator because another writer took the topic over or this broker
+     * no longer owns it.
+     */
     public final LongAdder writerReplacements = new LongAdder();
     /** Terminal steps refused at once ("coordinator not found") because too many ends were waiting for the state topic. */
     public final LongAdder endsRefusedWhileWaiting = new LongAdder();

@@ -64,10 +64,6 @@ final class Restorer {
         this.done = done;
     }
 
-    Phase phase() {
-        return phase;
-    }
-
     /** Starts a read. On the coordinator's thread. */
     void read() {
         if (phase != Phase.WAITING) {

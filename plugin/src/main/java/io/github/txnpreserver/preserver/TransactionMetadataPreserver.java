@@ -112,15 +112,6 @@ public final class TransactionMetadataPreserver {
         return restored;
     }
 
-    /** Restores everything, holding every block until it is done (tests and tools). */
-    public CompletableFuture<Void> restore() {
-        return startRestore(() -> Long.MAX_VALUE);
-    }
-
-    public CompletableFuture<Void> restored() {
-        return restored;
-    }
-
     /** Starts the periodic expiry, the check that the topic was not created again, compaction pacing and figures. */
     public void start() {
         every(config.expireCheckInterval(), () -> {
@@ -243,20 +234,6 @@ public final class TransactionMetadataPreserver {
         thread.defer(() -> logHold.afterDurable(sequence, action));
     }
 
-    /** Decides, ends, and completes once the outcome is durable (tests and tools: no log between). */
-    public CompletableFuture<Void> preserve(TxnID txnId, Outcome outcome, String owner) {
-        CompletableFuture<Void> durable = new CompletableFuture<>();
-        decide(txnId, outcome, owner).whenComplete((kept, error) -> {
-            if (error != null) {
-                durable.completeExceptionally(error);
-                return;
-            }
-            ended(txnId);
-            afterOutcomeDurable(txnId.getLeastSigBits(), () -> durable.complete(null));
-        });
-        return durable;
-    }
-
     /**
      * The kept outcome of a transaction the coordinator no longer has live, or null; counted
      * as a lookup when found. While the restore reads, waits for it (at most
@@ -358,7 +335,7 @@ public final class TransactionMetadataPreserver {
     }
 
     void publishFigures() {
-        figures = PreserverFigures.of(index, queue, scheduler.millis());
+        figures = PreserverFigures.of(index, scheduler.millis());
     }
 
     private long sequenceOf(TxnID txnId) {
@@ -395,10 +372,6 @@ public final class TransactionMetadataPreserver {
 
     public Scheduler scheduler() {
         return scheduler;
-    }
-
-    public OutcomeMemoryBudget budget() {
-        return budget;
     }
 
     /** On the coordinator's thread (tests). */

@@ -1,6 +1,5 @@
 package io.github.txnpreserver.resolution;
 
-import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
@@ -28,17 +27,14 @@ public final class OutcomeResolver {
     public CompletableFuture<Answer> resolve(TxnID txnId) {
         TxnMeta live = liveTransactions.apply(txnId);
         if (live != null) {
-            return CompletableFuture.completedFuture(new Answer(Resolution.ofLive(live.status()), live, null));
+            return CompletableFuture.completedFuture(new Answer(Resolution.ofLive(live.status()), live));
         }
         return preserver.lookUp(txnId).thenApply(kept -> kept == null
-                ? new Answer(Resolution.NOT_FOUND, null, null)
-                : new Answer(Resolution.KEPT, new KeptTxnMeta(kept), kept));
+                ? new Answer(Resolution.NOT_FOUND, null)
+                : new Answer(Resolution.KEPT, new KeptTxnMeta(kept)));
     }
 
-    /**
-     * @param meta what {@code getTxnMeta} reports, null when not found
-     * @param kept the kept outcome when the resolution is {@link Resolution#KEPT}
-     */
-    public record Answer(Resolution resolution, TxnMeta meta, KeptOutcome kept) {
+    /** @param meta what {@code getTxnMeta} reports, null when not found */
+    public record Answer(Resolution resolution, TxnMeta meta) {
     }
 }

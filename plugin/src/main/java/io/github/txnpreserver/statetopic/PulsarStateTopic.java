@@ -23,15 +23,15 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The state topic {@code persistent://pulsar/system/__terminated_txn_state_<TCid>}, through
- * the broker's internal client.
+ * the state topics' own client (the broker client's settings, on the broker's threads).
  *
  * <p>Being in {@code pulsar/system}, the broker loads it as a system topic: compacted, never
  * deduplicated, never deleted for inactivity. It is created explicitly as non-partitioned,
  * because auto-creation would follow the broker's default topic type.
  *
  * <p>Opening order: fence the previous writer (an {@code ExclusiveWithFencing} producer),
- * then read. Reading goes to a fixed end: the open writes a barrier record under one
- * reserved key and reads until that record. {@code hasMessageAvailable()} loops can hang
+ * then read. Reading goes to a fixed end: {@link #readToEnd} writes a barrier record under
+ * one reserved key and reads until that record. {@code hasMessageAvailable()} loops can hang
  * when compaction runs between calls (apache/pulsar PR 18833), and the topic's last message
  * id may be a tombstone that the compacted view never shows; the barrier is the newest value
  * of its key, so compaction always keeps it.
@@ -133,14 +133,14 @@ public final class PulsarStateTopic implements StateTopic {
         return client.newProducer(Schema.BYTES)
                 .topic(topic)
                 .accessMode(ProducerAccessMode.ExclusiveWithFencing)
-                // Records leave with the finishing entry, off the commit's critical path,
-                // so a short batching delay costs no latency; under load it turns a
-                // bookie write per record into one per batch.
+                // Records leave with the group flush, off the commit's critical path, so a
+                // short batching delay costs no latency; under load it turns a bookie write
+                // per record into one per batch.
                 .enableBatching(true)
                 .batchingMaxPublishDelay(BATCHING_DELAY_MICROS, TimeUnit.MICROSECONDS)
                 .batchingMaxMessages(1000)
                 // A full queue fails the send (written again later) instead of blocking the
-                // coordinator's thread, and every commit behind it.
+                // coordinator's thread, and every task queued behind it.
                 .blockIfQueueFull(false)
                 .sendTimeout((int) sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
                 .createAsync();

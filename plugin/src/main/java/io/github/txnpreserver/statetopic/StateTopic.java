@@ -81,7 +81,7 @@ public interface StateTopic {
     enum WriteFailure {
         /** The write may succeed if sent again with the same writer (the broker was busy, the topic moving). */
         TRANSIENT,
-        /** Not acknowledged within the send timeout: the writer may be wedged; replace it. */
+        /** Not acknowledged 5 s after the send timeout: the writer may be wedged; replace it. */
         STUCK,
         /** The writer can write no more: closed, its topic terminated or deleted; replace it. */
         LOST,

@@ -198,8 +198,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     /**
-     * Step 2, once the markers are sent: the decided outcome (its finishing entry is durable)
-     * is kept in memory before the terminal entry makes the live transaction disappear. It is
+     * Step 3 (docs/DESIGN.md, "Commit"), once the markers are sent: the decided outcome (its
+     * finishing entry is durable) is kept in memory before the terminal entry makes the live
+     * transaction disappear. It is
      * written to the state topic with the next group; the transaction's log entries stay
      * until then. Refused only while the preserver is unavailable (too many ended
      * transactions wait for the state topic): the transaction stays finishing.

@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * once its outcome is durable in the state topic. Until then the log is the outcome's
  * durable copy: a coordinator that opens replays the terminal entries still in it and keeps
  * their outcomes again. So the terminal step never waits for the state topic, and the
- * preserver writes it in groups (docs/DESIGN.md, "The log is the outcome's first copy").
+ * preserver writes it in groups (docs/DESIGN.md, "Protocol", "Commit").
  *
  * <p>It is an {@link MLTransactionLogImpl} (the stock store's declared type) that delegates
  * every call to the opened log, changing three of them:

@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * after a drain asks the executor to run one (now, or within {@link #DEFER_BOUND} if
  * {@linkplain #defer deferred}). So a coordinator's thread wakes once per batch, not once
  * per task: at 800 transactions per second, three tasks each, waking per task cost the
- * thread three times the CPU of the work itself (docs/DESIGN.md, "Cost").
+ * thread three times the CPU of the work itself (docs/DESIGN.md, "Threading").
  */
 public final class ExecutorScheduler implements Scheduler {
 

@@ -137,7 +137,7 @@ class PreservingMetadataStoreProviderTest {
     }
 
     @Test
-    void theRestoreFrontierIsTheHighestSequenceTheOpenedLogAllocated() {
+    void theBlocksTheRestoreHoldsReachTheHighestSequenceTheOpenedLogAllocated() {
         MLTransactionSequenceIdGenerator generator = new MLTransactionSequenceIdGenerator();
         generator.onManagedLedgerPropertiesInitialize(Map.of(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID,
                 "4711"));

@@ -7,6 +7,7 @@ import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.testing.Ends;
 import io.github.txnpreserver.testing.ManualScheduler;
 import io.prometheus.client.Collector.MetricFamilySamples;
 import io.prometheus.client.Collector.MetricFamilySamples.Sample;
@@ -68,7 +69,7 @@ class PreserverMetricsTest {
 
         /** Restored (from an empty topic) and started: its periodic tasks run as time is stepped. */
         Preserver opened() {
-            CompletableFuture<Void> restored = preserver.restore();
+            CompletableFuture<Void> restored = preserver.startRestore(() -> Long.MAX_VALUE);
             scheduler.runReady();
             done(restored);
             preserver.start();
@@ -77,7 +78,7 @@ class PreserverMetricsTest {
 
         /** Ends a transaction and runs its flush: its outcome is durable on return. */
         void preserve(long sequence, String owner) {
-            CompletableFuture<Void> durable = preserver.preserve(new TxnID(preserver.coordinatorId(), sequence),
+            CompletableFuture<Void> durable = Ends.preserve(preserver, new TxnID(preserver.coordinatorId(), sequence),
                     Outcome.COMMITTED, owner);
             scheduler.runReady();
             done(durable);

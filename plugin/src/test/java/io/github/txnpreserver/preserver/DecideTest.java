@@ -39,7 +39,7 @@ class DecideTest {
     private final List<Long> released = new ArrayList<>();
 
     DecideTest() {
-        preserver.restore();
+        preserver.startRestore(() -> Long.MAX_VALUE);
         scheduler.runReady();
     }
 

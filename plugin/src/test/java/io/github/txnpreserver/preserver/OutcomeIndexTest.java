@@ -198,7 +198,6 @@ class OutcomeIndexTest {
             assertThat(find(index, block(0) + 1)).isNull();
             assertThat(find(index, block(1))).isNotNull();
             assertThat(index.memoryEvictions()).isEqualTo(2);
-            assertThat(index.droppedThroughMillis()).isEqualTo(NOW);
             assertThat(index.size()).isEqualTo(2);
         }
 
@@ -233,7 +232,6 @@ class OutcomeIndexTest {
         void hasNothingToDropWhenEmpty() {
             assertThat(index.evictOldest()).isEqualTo(-1);
             assertThat(index.oldestEvictableMillis()).isNull();
-            assertThat(index.droppedThroughMillis()).isNull();
         }
     }
 

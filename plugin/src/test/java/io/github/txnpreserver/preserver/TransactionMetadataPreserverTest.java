@@ -7,6 +7,7 @@ import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import io.github.txnpreserver.testing.CallLog;
+import io.github.txnpreserver.testing.Ends;
 import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.ManualScheduler;
 import io.github.txnpreserver.testing.MutableClock;
@@ -74,7 +75,7 @@ class TransactionMetadataPreserverTest {
 
     /** Restored, and done with what its restore queued (expiry of what it read, the first flush). */
     private TransactionMetadataPreserver restored(TransactionMetadataPreserver preserver) {
-        await(preserver.restore());
+        await(preserver.startRestore(() -> Long.MAX_VALUE));
         settle(preserver);
         return preserver;
     }
@@ -203,11 +204,11 @@ class TransactionMetadataPreserverTest {
         void endsThatComeWhileAFlushIsInFlightGoOutTogetherInTheNextOne() {
             topic.holdWrites();
             List<CompletableFuture<Void>> ends = new ArrayList<>();
-            ends.add(preserver.preserve(txn(0), Outcome.COMMITTED, "alice"));
+            ends.add(Ends.preserve(preserver, txn(0), Outcome.COMMITTED, "alice"));
             stepUntil(() -> topic.heldWriteCount() == 1);
 
             for (long i = 1; i < 50; i++) {
-                ends.add(preserver.preserve(txn(i), i % 2 == 0 ? Outcome.COMMITTED : Outcome.ABORTED, "alice"));
+                ends.add(Ends.preserve(preserver, txn(i), i % 2 == 0 ? Outcome.COMMITTED : Outcome.ABORTED, "alice"));
             }
             settle(preserver);
             assertThat(topic.heldWriteCount()).as("one flush at a time").isEqualTo(1);
@@ -224,11 +225,11 @@ class TransactionMetadataPreserverTest {
         @Test
         void oneFlushCarriesOneMessagePerDirtyBlock() {
             topic.holdWrites();
-            CompletableFuture<Void> first = preserver.preserve(txn(0), Outcome.COMMITTED, "alice");
+            CompletableFuture<Void> first = Ends.preserve(preserver, txn(0), Outcome.COMMITTED, "alice");
             stepUntil(() -> topic.heldWriteCount() == 1);
             List<CompletableFuture<Void>> ends = new ArrayList<>();
             for (long sequence : new long[] {256, 257, 258, 512, 513}) {
-                ends.add(preserver.preserve(txn(sequence), Outcome.COMMITTED, "bob"));
+                ends.add(Ends.preserve(preserver, txn(sequence), Outcome.COMMITTED, "bob"));
             }
 
             topic.releaseHeldWrites();
@@ -311,7 +312,7 @@ class TransactionMetadataPreserverTest {
             await(durable);
             assertThat(throwing.stats().recordWriteFailures.sum()).isEqualTo(1);
             assertThat(topic.liveKeys()).contains("c0");
-            await(throwing.preserve(txn(2), Outcome.ABORTED, "alice"));
+            await(Ends.preserve(throwing, txn(2), Outcome.ABORTED, "alice"));
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
             assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
         }
@@ -365,7 +366,7 @@ class TransactionMetadataPreserverTest {
             settle(preserver);
             assertThat(topic.compactionThresholds()).containsExactly(CompactionPacing.MIN_THRESHOLD_BYTES);
             assertThat(preserver.compactionThreshold()).isEqualTo(CompactionPacing.MIN_THRESHOLD_BYTES);
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
 
             pace(preserver);
 
@@ -387,7 +388,7 @@ class TransactionMetadataPreserverTest {
         @Test
         void asksAgainWhenTheTopicWasCreatedAgainItsPoliciesGoneWithTheOldOne() {
             settle(preserver);
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
             topic.deleteTopicAndComeBackEmpty();
 
             scheduler.execute(preserver::checkTopicCreatedAgain);
@@ -437,7 +438,7 @@ class TransactionMetadataPreserverTest {
             pace(second);
 
             assertThat(second.compactionThreshold()).isEqualTo(CompactionPacing.MIN_THRESHOLD_BYTES);
-            await(second.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(second, txn(1), Outcome.COMMITTED, "alice"));
         }
 
         @Test
@@ -451,7 +452,7 @@ class TransactionMetadataPreserverTest {
 
             assertThat(topic.compactionThresholds()).hasSize(asked);
             assertThat(second.compactionThreshold()).isEqualTo(-1);
-            await(second.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(second, txn(1), Outcome.COMMITTED, "alice"));
         }
     }
 
@@ -461,9 +462,9 @@ class TransactionMetadataPreserverTest {
 
         @Test
         void dropsExpiredOutcomesFromMemoryAndDeletesTheirBlocks() {
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
             clock.advance(Duration.ofHours(1));
-            await(preserver.preserve(txn(256), Outcome.ABORTED, "bob"));
+            await(Ends.preserve(preserver, txn(256), Outcome.ABORTED, "bob"));
 
             clock.advance(Duration.ofHours(71));
             scheduler.execute(preserver::expire);
@@ -489,7 +490,7 @@ class TransactionMetadataPreserverTest {
             int ends = 20;
             for (int i = 0; i < ends; i++) {
                 clock.advance(Duration.ofSeconds(1));
-                await(bounded.preserve(txn(256L * i), Outcome.COMMITTED, "alice"));
+                await(Ends.preserve(bounded, txn(256L * i), Outcome.COMMITTED, "alice"));
             }
 
             long kept = await(bounded.currentFigures()).kept();
@@ -509,12 +510,12 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver quiet = restored(newPreserver(TC, 1, 100, budget));
             TransactionMetadataPreserver busy = restored(newPreserver(TC + 1, 1, 100, budget));
             for (int i = 0; i < 3; i++) {
-                await(quiet.preserve(txn(256L * i), Outcome.COMMITTED, "alice"));
+                await(Ends.preserve(quiet, txn(256L * i), Outcome.COMMITTED, "alice"));
             }
             clock.advance(Duration.ofMinutes(1));
 
             for (int i = 0; i < 2; i++) {
-                await(busy.preserve(new TxnID(TC + 1, 256L * i), Outcome.COMMITTED, "bob"));
+                await(Ends.preserve(busy, new TxnID(TC + 1, 256L * i), Outcome.COMMITTED, "bob"));
             }
 
             assertThat(budget.usedBytes()).isLessThanOrEqualTo(LIMIT);
@@ -531,9 +532,9 @@ class TransactionMetadataPreserverTest {
 
         @Test
         void restoresWhatAnEarlierIncarnationKept() {
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
-            await(preserver.preserve(txn(2), Outcome.ABORTED, null));
-            await(preserver.preserve(txn(300), Outcome.ABORTED, "bob"));
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(2), Outcome.ABORTED, null));
+            await(Ends.preserve(preserver, txn(300), Outcome.ABORTED, "bob"));
 
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
@@ -565,7 +566,7 @@ class TransactionMetadataPreserverTest {
         @Test
         void readsTheSameFromACompactedTopic() {
             for (long i = 0; i < 3; i++) {
-                await(preserver.preserve(txn(i * 200), Outcome.COMMITTED, "alice"));
+                await(Ends.preserve(preserver, txn(i * 200), Outcome.COMMITTED, "alice"));
             }
             topic.compact();
 
@@ -627,7 +628,7 @@ class TransactionMetadataPreserverTest {
             appendBlocksOf(earlierIncarnation(7 * 256 + 1));
             TransactionMetadataPreserver next = newPreserver(2, 100);
 
-            await(next.restore());
+            await(next.startRestore(() -> Long.MAX_VALUE));
             settle(next);
 
             assertThat(next.stats().malformedRecords.sum()).isEqualTo(1);
@@ -650,16 +651,16 @@ class TransactionMetadataPreserverTest {
         }
 
         /**
-         * Second review of 0.5, finding 1: a flush during the restore takes every block but
-         * the held-back ones and vouches for the generation of its drain. A release held back
-         * until the restore ends must not count as durable then: it waits for its own block's
-         * write after the restore.
+         * Second review of 0.5, finding 1: a flush during the restore wrote every block but
+         * the held ones, and counted every change made until then as durable. A waiter of a
+         * held block must not count as durable then: it waits for its own block's write
+         * after the restore.
          */
         @Test
-        void aReleaseHeldBackWhileRestoringWaitsForItsBlocksOwnWriteAfterTheRestore() {
+        void aWaiterOfAHeldBlockWaitsForItsBlocksOwnWriteAfterTheRestore() {
             topic.holdReads();
             TransactionMetadataPreserver next = newPreserver(2, 100);
-            next.startRestore(() -> 1000);
+            CompletableFuture<Void> restored = next.startRestore(() -> 1000);
             next.keepFromLog(txn(5), Outcome.COMMITTED, "alice", NOW);
             AtomicReference<Outcome> seen = new AtomicReference<>();
             CompletableFuture<Void> released = new CompletableFuture<>();
@@ -673,7 +674,7 @@ class TransactionMetadataPreserverTest {
             stepUntil(() -> topic.heldWriteCount() == 1);
 
             topic.releaseReads();
-            await(next.restored());
+            await(restored);
             stepUntil(() -> {
                 topic.releaseHeldWrites();
                 return released.isDone();
@@ -693,12 +694,12 @@ class TransactionMetadataPreserverTest {
             CompletableFuture<Void> inRestoredBlock = new CompletableFuture<>();
             next.afterOutcomeDurable(2, () -> inRestoredBlock.complete(null));
             next.decide(txn(512), Outcome.COMMITTED, "bob");
-            CompletableFuture<Void> pastTheFrontier = new CompletableFuture<>();
-            next.afterOutcomeDurable(512, () -> pastTheFrontier.complete(null));
+            CompletableFuture<Void> pastTheHeldBlocks = new CompletableFuture<>();
+            next.afterOutcomeDurable(512, () -> pastTheHeldBlocks.complete(null));
 
-            await(pastTheFrontier);
+            await(pastTheHeldBlocks);
             assertThat(topic.newestOutcomeOf(txn(512))).isEqualTo(Outcome.COMMITTED);
-            assertThat(next.restored()).isNotDone();
+            assertThat(restore).isNotDone();
             CompletableFuture<KeptOutcome> lookup = next.lookUp(txn(1));
             settle(next);
             assertThat(lookup).as("its outcome may be in what is not read yet").isNotDone();
@@ -819,8 +820,8 @@ class TransactionMetadataPreserverTest {
 
         @Test
         void aTopicCreatedAgainGetsEveryKeptBlockWrittenIntoIt() {
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
-            await(preserver.preserve(txn(300), Outcome.ABORTED, "bob"));
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(300), Outcome.ABORTED, "bob"));
             topic.deleteTopic();
 
             preserver.decide(txn(600), Outcome.COMMITTED, "carol");
@@ -834,8 +835,8 @@ class TransactionMetadataPreserverTest {
 
         @Test
         void aTopicThatCameBackEmptyWithNoFailedWriteGetsEveryKeptBlockAtTheNextCheck() {
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
-            await(preserver.preserve(txn(300), Outcome.ABORTED, "bob"));
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(300), Outcome.ABORTED, "bob"));
             topic.deleteTopicAndComeBackEmpty();
             preserver.checkTopicCreatedAgain();
             settle(preserver);
@@ -926,7 +927,7 @@ class TransactionMetadataPreserverTest {
 
             stepUntil(() -> released.get() == 1);
             letScheduledWorkRunQuietly(preserver, 300);
-            assertThat(durable).as("nothing vouches for the records").isNotDone();
+            assertThat(durable).as("no write of its block landed").isNotDone();
             assertThat(topic.reopenCount()).isZero();
         }
 
@@ -943,7 +944,7 @@ class TransactionMetadataPreserverTest {
             settle(restoring);
             topic.loseWriter();
 
-            // Block 1 is past the restore frontier: written while the restore reads.
+            // Block 1 is past the held blocks: written while the restore reads.
             restoring.decide(txn(300), Outcome.COMMITTED, "alice");
             letScheduledWorkRunQuietly(restoring, 300);
 
@@ -961,11 +962,11 @@ class TransactionMetadataPreserverTest {
          */
         @Test
         void aWriterLostBeforeTheRestoresBarrierIsReplacedForTheRestore() {
-            await(preserver.preserve(txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
             topic.loseWriter();
             TransactionMetadataPreserver restoring = newPreserver(2, 100);
 
-            await(restoring.restore());
+            await(restoring.startRestore(() -> Long.MAX_VALUE));
 
             assertThat(callLog.calls()).containsSubsequence("state-read failed: writer lost", "state-reopen unread");
             assertThat(topic.reopenCount()).isEqualTo(1);

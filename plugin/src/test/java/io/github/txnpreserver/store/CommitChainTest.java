@@ -329,7 +329,7 @@ class CommitChainTest {
         CompletableFuture<Void> retry = coordinator.commit(txn, ALICE);
         CompletableFuture<Void> conflicting = coordinator.abort(txn, ALICE);
 
-        assertThat(!coordinator.preserver().restored().isDone()).isTrue();
+        assertThat(!coordinator.restored().isDone()).isTrue();
         TxnID fresh = coordinator.open(ALICE);
         assertThat(retry).as("its outcome may be in what is not read yet").isNotDone();
         assertThat(conflicting).isNotDone();
@@ -359,7 +359,7 @@ class CommitChainTest {
          * terminal step kept the same durable record again; admitting a transaction already
          * kept vacated its slot, and the vacated slot's tombstone was the slot of its own
          * record: after a restart the commit was unknown (TransactionNotFound). Now a retried
-         * decision returns the same generation and writes nothing.
+         * decision changes nothing and writes nothing.
          */
         @Test
         void aRetriedTerminalStepKeepsItsRecord() {

@@ -60,6 +60,8 @@ public final class CoordinatorHarness implements AutoCloseable {
     private TransactionMetadataStoreService service;
     private ManualScheduler scheduler;
     private PreservingTransactionMetadataStore store;
+    /** The current incarnation's restore. */
+    private CompletableFuture<Void> restored;
 
     /** Makes the coordinator's store (the constructor's arguments): the plugin's own, or a test's subclass of it. */
     @FunctionalInterface
@@ -100,7 +102,7 @@ public final class CoordinatorHarness implements AutoCloseable {
     public static CoordinatorHarness start(PreserverConfig config, StoreFactory storeFactory) {
         CoordinatorHarness harness = new CoordinatorHarness(config, storeFactory);
         harness.openCoordinator();
-        Futures.await(harness.preserver().restored());
+        Futures.await(harness.restored);
         return harness;
     }
 
@@ -108,7 +110,7 @@ public final class CoordinatorHarness implements AutoCloseable {
     public void restart() {
         store.closeAsync().join();
         openCoordinator();
-        Futures.await(preserver().restored());
+        Futures.await(restored);
     }
 
     /**
@@ -180,6 +182,11 @@ public final class CoordinatorHarness implements AutoCloseable {
 
     public TransactionMetadataPreserver preserver() {
         return store.preserver();
+    }
+
+    /** Completes once the current incarnation's restore is done. */
+    public CompletableFuture<Void> restored() {
+        return restored;
     }
 
     public CallLog callLog() {
@@ -294,7 +301,7 @@ public final class CoordinatorHarness implements AutoCloseable {
                 scheduler, new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
         // As the provider does: the restore runs in the background, and blocks up to the
         // log's highest sequence are held until it is done.
-        preserver.startRestore(() -> {
+        restored = preserver.startRestore(() -> {
             Map<String, String> properties = new java.util.HashMap<>();
             sequenceIds.onUpdateManagedLedgerInfo(properties);
             return Long.parseLong(properties.get(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID));
