@@ -838,12 +838,12 @@ class TransactionMetadataPreserverTest {
             await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
             await(Ends.preserve(preserver, txn(300), Outcome.ABORTED, "bob"));
             topic.deleteTopicAndComeBackEmpty();
-            preserver.checkTopicCreatedAgain();
+            scheduler.execute(preserver::checkTopicCreatedAgain);
             settle(preserver);
 
             stepUntil(() -> topic.liveKeys().size() == 2);
             assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300");
-            preserver.checkTopicCreatedAgain();
+            scheduler.execute(preserver::checkTopicCreatedAgain);
             settle(preserver);
             assertThat(topic.valueCount()).as("written once").isEqualTo(2);
         }
