@@ -89,17 +89,10 @@ class TransactionMetadataPreserverTest {
         return new TxnID(TC, sequence);
     }
 
-    /** Completes once the outcome of {@code txnId} as of now is durable: as the transaction log's release waits. */
-    private static CompletableFuture<Void> afterDurable(TransactionMetadataPreserver preserver, TxnID txnId) {
-        CompletableFuture<Void> durable = new CompletableFuture<>();
-        preserver.afterOutcomeDurable(txnId.getLeastSigBits(), () -> durable.complete(null));
-        return durable;
-    }
-
     /** Decides, and completes once the decision is durable. */
     private static CompletableFuture<Void> durably(TransactionMetadataPreserver preserver, TxnID txnId,
                                                    Outcome outcome, String owner) {
-        return preserver.decide(txnId, outcome, owner).thenCompose(kept -> afterDurable(preserver, txnId));
+        return preserver.decide(txnId, outcome, owner).thenCompose(kept -> Ends.afterDurable(preserver, txnId));
     }
 
     /** Until the coordinators' thread has run everything due now (a flush, a restore's end). */
@@ -187,7 +180,7 @@ class TransactionMetadataPreserverTest {
             topic.holdWrites();
 
             CompletableFuture<Void> decided = preserver.decide(txn(1), Outcome.COMMITTED, "alice");
-            CompletableFuture<Void> durable = afterDurable(preserver, txn(1));
+            CompletableFuture<Void> durable = Ends.afterDurable(preserver, txn(1));
             settle(preserver);
 
             assertThat(decided).isCompletedWithValue(null);
@@ -344,7 +337,7 @@ class TransactionMetadataPreserverTest {
             letScheduledWorkRun(grouping, 200);
             assertThat(topic.valueCount()).as("not yet").isEqualTo(before);
 
-            CompletableFuture<Void> durable = afterDurable(grouping, txn(19));
+            CompletableFuture<Void> durable = Ends.afterDurable(grouping, txn(19));
             letScheduledWorkRun(grouping, 5_000);
             await(durable);
             assertThat(topic.valueCount()).as("one message for 20 ends").isEqualTo(before + 1);
@@ -918,7 +911,8 @@ class TransactionMetadataPreserverTest {
             CompletableFuture<Void> durable = await(CompletableFuture.supplyAsync(() -> {
                 preserver.decide(txn(1), Outcome.COMMITTED, "alice");
                 preserver.decide(txn(300), Outcome.COMMITTED, "alice");
-                return CompletableFuture.allOf(afterDurable(preserver, txn(1)), afterDurable(preserver, txn(300)));
+                return CompletableFuture.allOf(Ends.afterDurable(preserver, txn(1)),
+                        Ends.afterDurable(preserver, txn(300)));
             }, scheduler::execute));
             stepUntil(() -> topic.heldWriteCount() == 2);
             topic.failNextWritesAs(StateTopic.WriteFailure.FENCED, StateTopic.WriteFailure.STUCK);
@@ -989,8 +983,8 @@ class TransactionMetadataPreserverTest {
             stepUntil(() -> topic.reopenCount() == 1);
             settle(preserver);
 
-            CompletableFuture<Void> later = CompletableFuture.allOf(afterDurable(preserver, txn(1)),
-                    afterDurable(preserver, txn(300)));
+            CompletableFuture<Void> later = CompletableFuture.allOf(Ends.afterDurable(preserver, txn(1)),
+                    Ends.afterDurable(preserver, txn(300)));
 
             letScheduledWorkRunQuietly(preserver, 200);
             assertThat(durable).as("its record is in the deleted topic only").isNotDone();

@@ -24,8 +24,15 @@ public final class Ends {
                 return;
             }
             preserver.ended(txnId);
-            preserver.afterOutcomeDurable(txnId.getLeastSigBits(), () -> durable.complete(null));
+            afterDurable(preserver, txnId).thenRun(() -> durable.complete(null));
         });
+        return durable;
+    }
+
+    /** Completes once the outcome of {@code txnId} as of now is durable: as the transaction log's release waits. */
+    public static CompletableFuture<Void> afterDurable(TransactionMetadataPreserver preserver, TxnID txnId) {
+        CompletableFuture<Void> durable = new CompletableFuture<>();
+        preserver.afterOutcomeDurable(txnId.getLeastSigBits(), () -> durable.complete(null));
         return durable;
     }
 }
