@@ -5,6 +5,8 @@
 #   benchmarks/run.sh --rounds 3   more alternating rounds
 #   benchmarks/run.sh --thread-cpu [warm-up seconds]
 #                                  broker CPU per transaction by thread, stock against the plugin
+#   benchmarks/run.sh --latency-probe [commits per side] [warm-up seconds]
+#                                  whether the plugin's slowest commits fall on its state-topic writes
 # The last line printed is: RESULT p50_ratio=... (see docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +16,9 @@ mkdir -p "$work"
 main=io.github.txnpreserver.bench.Benchmark
 if [[ "${1:-}" == "--thread-cpu" ]]; then
     main=io.github.txnpreserver.bench.ThreadCpuProbe
+    shift
+elif [[ "${1:-}" == "--latency-probe" ]]; then
+    main=io.github.txnpreserver.bench.LatencyProbe
     shift
 fi
 exec java ${BENCH_JAVA_OPTS:-} -Xms2g -Xmx2g -XX:+UseSerialGC \
