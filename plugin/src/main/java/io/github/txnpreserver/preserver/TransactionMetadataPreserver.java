@@ -235,6 +235,16 @@ public final class TransactionMetadataPreserver {
     }
 
     /**
+     * Runs {@code task} on this coordinator's thread after what is queued there now, unless
+     * the coordinator closed by then.
+     *
+     * @return false if its thread was shut down: {@code task} will not run
+     */
+    public boolean execute(Runnable task) {
+        return thread.execute(task);
+    }
+
+    /**
      * The kept outcome of a transaction the coordinator no longer has live, or null; counted
      * as a lookup when found. While the restore reads, waits for it (at most
      * {@link #RESTORE_WAIT}); fails with {@link PreserverUnavailableException} if it does not

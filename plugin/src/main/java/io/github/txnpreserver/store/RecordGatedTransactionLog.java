@@ -3,6 +3,7 @@ package io.github.txnpreserver.store;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -38,7 +39,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #append}: notes the position of each terminal entry, by identity (positions
  *       of one batched entry are equal), with its transaction.</li>
  *   <li>{@link #deletePosition}: a release that holds a noted terminal entry is answered at
- *       once and done once that transaction's outcome is durable (a terminal entry the stock
+ *       once and done once that transaction's outcome is durable, together with the others
+ *       the same record made durable (a terminal entry the stock
  *       store appended and then refused waits the same way: delayed, not lost); any other
  *       release (of a transaction the stock store no longer knows, of an entry it refused)
  *       is done at once, as stock. The stock store waits for the answer only to drop a replayed
@@ -59,6 +61,8 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     private final TransactionMetadataPreserver preserver;
     /** Terminal entries appended or replayed and not released yet: their transaction's sequence. */
     private final Map<Position, Long> terminalEntries = Collections.synchronizedMap(new IdentityHashMap<>());
+    /** Entries whose outcomes became durable in the coordinator thread's current task. Confined to that thread. */
+    private List<Position> gathered = new ArrayList<>();
 
     private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl delegate,
                                       TransactionMetadataPreserver preserver) {
@@ -104,14 +108,34 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
         if (sequence == null) {
             return delegate.deletePosition(positions);
         }
-        long ended = sequence;
-        preserver.afterOutcomeDurable(ended, () -> delegate.deletePosition(positions).exceptionally(error -> {
-            // As stock: the entries stay, and the next replay releases them again.
-            log.warn("Coordinator {}: could not release the transaction log entries of ended transaction {}: {}",
-                    preserver.coordinatorId(), ended, error.toString());
-            return null;
-        }));
+        preserver.afterOutcomeDurable(sequence, () -> gather(positions));
         return CompletableFuture.completedFuture(null);
+    }
+
+    /**
+     * On the coordinator's thread: one landed record makes the outcomes of up to a group's
+     * transactions durable at once, and their entries leave the log in one cursor delete
+     * after that task, not one per transaction (a second's worth at once: the cursor's lock
+     * and its mark-delete computed once, not a few hundred times in a burst beside the
+     * commits in flight).
+     */
+    private void gather(List<Position> positions) {
+        if (gathered.isEmpty() && !preserver.execute(this::releaseGathered)) {
+            // Closed: the entries stay, and the next owner replays them.
+            return;
+        }
+        gathered.addAll(positions);
+    }
+
+    private void releaseGathered() {
+        List<Position> positions = gathered;
+        gathered = new ArrayList<>();
+        delegate.deletePosition(positions).exceptionally(error -> {
+            // As stock: the entries stay, and the next replay releases them again.
+            log.warn("Coordinator {}: could not release {} transaction log entries of ended transactions: {}",
+                    preserver.coordinatorId(), positions.size(), error.toString());
+            return null;
+        });
     }
 
     @Override

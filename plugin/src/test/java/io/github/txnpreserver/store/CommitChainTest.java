@@ -11,6 +11,7 @@ import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -74,6 +75,37 @@ class CommitChainTest {
         coordinator.awaitRecordDurable(txn);
         assertThat(coordinator.callLog().calls()).containsSubsequence("state-write " + key, "log released " + key);
         assertThat(coordinator.callLog().count("state-write " + key)).isEqualTo(1);
+    }
+
+    /**
+     * One record carries a group's ends: their entries leave the log in one cursor delete
+     * once it landed, not one per transaction in a burst beside the commits in flight.
+     */
+    @Test
+    void theEndsOneRecordMakesDurableLeaveTheLogInOneDelete() {
+        TxnID first = openWithPartition();
+        TxnID second = openWithPartition();
+        TxnID third = openWithPartition();
+        coordinator.stateTopic().holdWrites();
+        await(coordinator.commit(first, ALICE));
+        await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().heldWriteCount() == 1);
+        // Ended while the first one's record is in flight: both go out in the next record.
+        await(coordinator.commit(second, ALICE));
+        await(coordinator.commit(third, ALICE));
+        assertThat(coordinator.callLog().calls()).as("nothing released before its record")
+                .noneMatch(call -> call.startsWith("log released"));
+
+        coordinator.stateTopic().releaseHeldWrites();
+        coordinator.awaitRecordDurable(second);
+        coordinator.awaitRecordDurable(third);
+
+        String secondKey = CoordinatorHarness.key(second);
+        String thirdKey = CoordinatorHarness.key(third);
+        assertThat(coordinator.callLog().calls()).as("the second record carries both")
+                .containsSubsequence("state-write c0", "state-write " + secondKey, "state-write " + thirdKey,
+                        "log released " + secondKey);
+        assertThat(coordinator.transactionLog().deletes())
+                .containsExactly(Set.of(CoordinatorHarness.key(first)), Set.of(secondKey, thirdKey));
     }
 
     @Test

@@ -38,6 +38,8 @@ public final class InMemoryTransactionLog {
     private Predicate<String> holdWhen = op -> false;
     private Predicate<String> failWhen = op -> false;
     private int failuresLeft;
+    private final List<java.util.Set<String>> deletes = new ArrayList<>();
+    private int deleteFailuresLeft;
 
     public InMemoryTransactionLog(CallLog callLog) {
         this.callLog = callLog;
@@ -48,6 +50,13 @@ public final class InMemoryTransactionLog {
         MLTransactionLogImpl mock = mock(MLTransactionLogImpl.class);
         when(mock.append(any())).thenAnswer(call -> append(call.getArgument(0)));
         when(mock.deletePosition(anyList())).thenAnswer(call -> {
+            synchronized (this) {
+                if (deleteFailuresLeft > 0) {
+                    deleteFailuresLeft--;
+                    callLog.record("log release failed");
+                    return CompletableFuture.failedFuture(new ManagedLedgerException("injected cursor failure"));
+                }
+            }
             release(call.getArgument(0));
             return CompletableFuture.completedFuture(null);
         });
@@ -102,6 +111,16 @@ public final class InMemoryTransactionLog {
         return heldAppends.size();
     }
 
+    /** The next {@code count} calls of the cursor's delete fail, releasing nothing (recorded as {@code log release failed}). */
+    public synchronized void failNextDeletes(int count) {
+        deleteFailuresLeft = count;
+    }
+
+    /** Each call of the cursor's delete, in order: the transactions whose entries it released. */
+    public synchronized List<java.util.Set<String>> deletes() {
+        return List.copyOf(deletes);
+    }
+
     /** The highest transaction sequence id the log has seen, as the ledger properties would hold it. */
     public synchronized long maxLocalTxnId() {
         return entries.stream().mapToLong(TransactionMetadataEntry::getMaxLocalTxnId).max().orElse(-1L);
@@ -150,6 +169,9 @@ public final class InMemoryTransactionLog {
                 TransactionMetadataEntry entry = entries.get((int) position.getEntryId());
                 keys.add(entry.getTxnidMostBits() + ":" + entry.getTxnidLeastBits());
             }
+        }
+        synchronized (this) {
+            deletes.add(keys);
         }
         keys.forEach(key -> callLog.record("log released " + key));
     }

@@ -1,0 +1,133 @@
+package io.github.txnpreserver.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
+import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.testing.CallLog;
+import io.github.txnpreserver.testing.InMemoryStateTopic;
+import io.github.txnpreserver.testing.InMemoryTransactionLog;
+import io.github.txnpreserver.testing.ManualScheduler;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import org.apache.bookkeeper.mledger.Position;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
+import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
+import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
+import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry.TransactionMetadataOp;
+import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The log's release of ended transactions' entries, one level below the store: the gated log
+ * over the in-memory log, the preserver over the in-memory topic, on a scheduler that is never
+ * pumped (every task runs on the test's thread when the test steps it), so that a close or a
+ * failure can be put between a record's landing and the release it allows.
+ */
+@DisplayName("The release of the transaction log's entries")
+class LogReleaseTest {
+
+    private static final long TC = 3;
+    private static final Duration GROUP = TransactionMetadataPreserver.GROUP_COMMIT_INTERVAL;
+    private static final PreserverConfig CONFIG = new PreserverConfig(10, 1000, Duration.ofHours(72),
+            Duration.ofSeconds(300), Duration.ofSeconds(60));
+
+    private final ManualScheduler scheduler = new ManualScheduler(1_700_000_000_000L);
+    private final CallLog calls = new CallLog();
+    private final InMemoryStateTopic topic = new InMemoryStateTopic(calls);
+    private final InMemoryTransactionLog transactionLog = new InMemoryTransactionLog(calls);
+    private final TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, CONFIG, topic,
+            scheduler, new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), GROUP);
+    private final MLTransactionLogImpl log = RecordGatedTransactionLog.gate(new TransactionCoordinatorID(TC),
+            transactionLog.newMock(), preserver);
+
+    @BeforeEach
+    void restored() {
+        CompletableFuture<Void> restored = preserver.startRestore(() -> Long.MAX_VALUE);
+        scheduler.runReady();
+        assertThat(restored).isCompleted();
+    }
+
+    @AfterEach
+    void close() {
+        scheduler.shutdown();
+    }
+
+    /** An end as the stock store drives it: first entry, decision, terminal entry, ended, the release asked for. */
+    private void end(long sequence) {
+        TxnID txn = new TxnID(TC, sequence);
+        List<Position> positions = new ArrayList<>();
+        positions.add(log.append(entry(sequence, TransactionMetadataOp.NEW, null)).join());
+        preserver.decide(txn, Outcome.COMMITTED, "alice").join();
+        positions.add(log.append(entry(sequence, TransactionMetadataOp.UPDATE, TxnStatus.COMMITTED)).join());
+        preserver.ended(txn);
+        assertThat(log.deletePosition(positions)).as("answered at once").isCompleted();
+        scheduler.runReady();
+    }
+
+    private static TransactionMetadataEntry entry(long sequence, TransactionMetadataOp op, TxnStatus status) {
+        TransactionMetadataEntry entry = new TransactionMetadataEntry().setTxnidMostBits(TC)
+                .setTxnidLeastBits(sequence).setMetadataOp(op).setLastModificationTime(0);
+        if (status != null) {
+            entry.setExpectedStatus(TxnStatus.COMMITTING).setNewStatus(status);
+        }
+        return entry;
+    }
+
+    @Test
+    void theEndsOfOneRecordAreReleasedInOneDeleteOnceItLanded() {
+        end(1);
+        end(2);
+        assertThat(transactionLog.deletes()).as("before the record").isEmpty();
+
+        scheduler.advance(GROUP);
+
+        assertThat(transactionLog.deletes()).containsExactly(Set.of(TC + ":1", TC + ":2"));
+    }
+
+    /**
+     * The coordinator closes here (its broker loses it) while the landing of a record is
+     * handled: the release that landing allowed is queued behind the close and never runs, so
+     * the log keeps the entries and the next owner replays them (their outcomes are durable
+     * already; keeping them again changes nothing).
+     */
+    @Test
+    void aCloseBetweenARecordsLandingAndItsReleaseKeepsTheEntries() {
+        topic.holdWrites();
+        end(1);
+        end(2);
+        scheduler.advance(GROUP);
+        assertThat(topic.heldWriteCount()).isEqualTo(1);
+
+        topic.releaseHeldWrites();
+        CompletableFuture<Void> closed = preserver.closeAsync();
+        scheduler.runReady();
+
+        assertThat(closed).isCompleted();
+        assertThat(topic.newestOutcomeOf(new TxnID(TC, 2))).as("the record landed").isEqualTo(Outcome.COMMITTED);
+        assertThat(transactionLog.deletes()).as("the entries stay for the next owner's replay").isEmpty();
+    }
+
+    /** As stock: a failed delete leaves the entries (the next replay releases them); later ends are still released. */
+    @Test
+    void aFailedDeleteIsNotRetriedAndLaterEndsAreStillReleased() {
+        transactionLog.failNextDeletes(1);
+        end(1);
+        scheduler.advance(GROUP);
+        assertThat(calls.calls()).contains("log release failed");
+
+        end(2);
+        scheduler.advance(GROUP);
+
+        assertThat(transactionLog.deletes()).containsExactly(Set.of(TC + ":2"));
+    }
+}
