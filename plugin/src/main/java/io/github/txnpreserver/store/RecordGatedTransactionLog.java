@@ -61,7 +61,11 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     private final TransactionMetadataPreserver preserver;
     /** Terminal entries appended or replayed and not released yet: their transaction's sequence. */
     private final Map<Position, Long> terminalEntries = Collections.synchronizedMap(new IdentityHashMap<>());
-    /** Entries whose outcomes became durable in the coordinator thread's current task. Confined to that thread. */
+    /**
+     * Entries whose outcomes are durable, gathered until the queued release runs (every
+     * action run before it, by one landing or several, joins it). Confined to the
+     * coordinator's thread.
+     */
     private List<Position> gathered = new ArrayList<>();
 
     private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl delegate,
@@ -115,9 +119,10 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     /**
      * On the coordinator's thread: one landed record makes the outcomes of up to a group's
      * transactions durable at once, and their entries leave the log in one cursor delete
-     * after that task, not one per transaction (a second's worth at once: the cursor's lock
-     * and its mark-delete computed once, not a few hundred times in a burst beside the
-     * commits in flight).
+     * queued behind that task, not one per transaction (a second's worth at once: the
+     * cursor's lock taken and its mark-delete computed once, not a few hundred times in a
+     * burst beside the commits in flight). A failed delete leaves all of its entries, as
+     * stock's leaves its transaction's: the next replay releases them.
      */
     private void gather(List<Position> positions) {
         if (gathered.isEmpty() && !preserver.execute(this::releaseGathered)) {

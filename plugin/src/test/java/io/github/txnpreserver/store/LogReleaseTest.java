@@ -94,6 +94,17 @@ class LogReleaseTest {
         assertThat(transactionLog.deletes()).containsExactly(Set.of(TC + ":1", TC + ":2"));
     }
 
+    @Test
+    void theEndsOfTwoBlocksWrittenInOneFlushAreReleasedInOneDelete() {
+        end(1);
+        end(300);
+
+        scheduler.advance(GROUP);
+
+        assertThat(calls.calls()).contains("state-write c0", "state-write c1");
+        assertThat(transactionLog.deletes()).containsExactly(Set.of(TC + ":1", TC + ":300"));
+    }
+
     /**
      * The coordinator closes here (its broker loses it) while the landing of a record is
      * handled: the release that landing allowed is queued behind the close and never runs, so
