@@ -176,7 +176,22 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     protected CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                   boolean isTimeout) {
         return joinOrRun(beginning, txnId, newStatus,
-                () -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout));
+                () -> answeredAsRetryIfGone(txnId, newStatus,
+                        super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)));
+    }
+
+    /**
+     * The stock store's status change: a transaction it no longer finds was live when the
+     * caller checked (the broker for the finishing entry, {@link #finishEnding} for the
+     * terminal one) and a concurrent end of it finished meanwhile, between that check and
+     * this step, which runs on the stock store's executor: it is answered from the kept
+     * outcome, as a retry is, never refused as not found.
+     */
+    private CompletableFuture<Void> answeredAsRetryIfGone(TxnID txnId, TxnStatus newStatus,
+                                                          CompletableFuture<Void> stockStep) {
+        return stockStep.exceptionallyCompose(error ->
+                FutureUtil.unwrapCompletionException(error) instanceof TransactionNotFoundException
+                        ? answerFromKeptOutcome(txnId, newStatus) : FutureUtil.failedFuture(error));
     }
 
     /**
@@ -190,11 +205,13 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             return answerFromKeptOutcome(txnId, newStatus);
         }
         if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
-            return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout);
+            return answeredAsRetryIfGone(txnId, newStatus,
+                    super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout));
         }
         return joinOrRun(ending, txnId, newStatus, () -> keepDecided(txnId, Outcome.of(newStatus), live.getOwner())
-                .thenCompose(ignored -> super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout))
-                .thenRun(() -> ended(txnId)));
+                .thenCompose(ignored -> answeredAsRetryIfGone(txnId, newStatus,
+                        super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)
+                                .thenRun(() -> ended(txnId)))));
     }
 
     /**

@@ -108,6 +108,26 @@ class CommitChainTest {
                 .containsExactly(Set.of(CoordinatorHarness.key(first)), Set.of(secondKey, thirdKey));
     }
 
+    /**
+     * Found by DuplicateEndsIT (16 concurrent commits, one answered NOT_FOUND): the broker saw
+     * the transaction OPEN for one commit, then another commit of it finished the whole end
+     * before this one's finishing step ran on the stock store's executor, which no longer
+     * found it. That step is now answered from the kept outcome, as a retry is.
+     */
+    @Test
+    void aFinishingStepWhoseTransactionAConcurrentEndFinishedMeanwhileIsAnsweredFromTheKeptOutcome() {
+        TxnID txn = openWithPartition();
+        await(coordinator.commit(txn, ALICE));
+
+        await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTING, TxnStatus.OPEN, false));
+        assertThat(failureOf(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN, false)))
+                .isInstanceOf(InvalidTxnStatusException.class);
+        assertThat(failureOf(coordinator.store().updateTxnStatus(new TxnID(txn.getMostSigBits(), 999),
+                TxnStatus.COMMITTING, TxnStatus.OPEN, false)))
+                .as("a transaction never opened is still not found")
+                .isInstanceOf(CoordinatorException.TransactionNotFoundException.class);
+    }
+
     @Test
     void writesNothingBeforeTheOutcomeIsDecided() {
         TxnID txn = openWithPartition();
