@@ -210,8 +210,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         }
         return joinOrRun(ending, txnId, newStatus, () -> keepDecided(txnId, Outcome.of(newStatus), live.getOwner())
                 .thenCompose(ignored -> answeredAsRetryIfGone(txnId, newStatus,
-                        super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)
-                                .thenRun(() -> ended(txnId)))));
+                        super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)))
+                // Also when answered as a retry: this step's decision pinned the outcome's block
+                // again, and only the end unpins it (ending twice changes nothing).
+                .thenRun(() -> ended(txnId)));
     }
 
     /**
