@@ -176,8 +176,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     protected CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                   boolean isTimeout) {
         return joinOrRun(beginning, txnId, newStatus,
-                () -> answeredAsRetryIfGone(txnId, newStatus,
-                        super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)));
+                () -> stockStep(txnId, newStatus, expectedStatus, isTimeout));
     }
 
     /**
@@ -187,9 +186,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      * this step, which runs on the stock store's executor: it is answered from the kept
      * outcome, as a retry is, never refused as not found.
      */
-    private CompletableFuture<Void> answeredAsRetryIfGone(TxnID txnId, TxnStatus newStatus,
-                                                          CompletableFuture<Void> stockStep) {
-        return stockStep.exceptionallyCompose(error ->
+    private CompletableFuture<Void> stockStep(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
+                                              boolean isTimeout) {
+        return super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout).exceptionallyCompose(error ->
                 FutureUtil.unwrapCompletionException(error) instanceof TransactionNotFoundException
                         ? answerFromKeptOutcome(txnId, newStatus) : FutureUtil.failedFuture(error));
     }
@@ -205,12 +204,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             return answerFromKeptOutcome(txnId, newStatus);
         }
         if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
-            return answeredAsRetryIfGone(txnId, newStatus,
-                    super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout));
+            return stockStep(txnId, newStatus, expectedStatus, isTimeout);
         }
         return joinOrRun(ending, txnId, newStatus, () -> keepDecided(txnId, Outcome.of(newStatus), live.getOwner())
-                .thenCompose(ignored -> answeredAsRetryIfGone(txnId, newStatus,
-                        super.updateTxnStatus(txnId, newStatus, expectedStatus, isTimeout)))
+                .thenCompose(ignored -> stockStep(txnId, newStatus, expectedStatus, isTimeout))
                 // Also when answered as a retry: this step's decision pinned the outcome's block
                 // again, and only the end unpins it (ending twice changes nothing).
                 .thenRun(() -> ended(txnId)));
