@@ -244,9 +244,11 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                     "Transaction " + txnId + " was already " + kept.outcome().name().toLowerCase()
                             + "; it cannot become " + newStatus));
         }
-        if (kept.outcome() == Outcome.COMMITTED) {
+        // Counted at the terminal step only: a request answered at its finishing step goes on
+        // to its terminal step, which is answered too, and is one answered retry.
+        if (newStatus == TxnStatus.COMMITTED) {
             preserver.stats().retriesAnsweredCommitted.increment();
-        } else {
+        } else if (newStatus == TxnStatus.ABORTED) {
             preserver.stats().retriesAnsweredAborted.increment();
         }
         return CompletableFuture.completedFuture(null);

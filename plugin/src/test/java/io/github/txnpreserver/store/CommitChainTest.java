@@ -128,6 +128,22 @@ class CommitChainTest {
                 .isInstanceOf(CoordinatorException.TransactionNotFoundException.class);
     }
 
+    /**
+     * A concurrent end answered at its finishing step goes on to its terminal step, which is
+     * answered too: the request is one answered retry, counted once.
+     */
+    @Test
+    void aConcurrentEndAnsweredAtItsFinishingStepCountsAsOneAnsweredRetry() {
+        TxnID txn = openWithPartition();
+        await(coordinator.commit(txn, ALICE));
+        long before = coordinator.store().preserver().stats().retriesAnsweredCommitted.sum();
+
+        await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTING, TxnStatus.OPEN, false));
+        await(coordinator.store().updateTxnStatus(txn, TxnStatus.COMMITTED, TxnStatus.COMMITTING, false));
+
+        assertThat(coordinator.store().preserver().stats().retriesAnsweredCommitted.sum() - before).isEqualTo(1);
+    }
+
     @Test
     void writesNothingBeforeTheOutcomeIsDecided() {
         TxnID txn = openWithPartition();
