@@ -145,6 +145,19 @@ class CommitChainTest {
     }
 
     @Test
+    void aConcurrentAbortAnsweredAtItsFinishingStepCountsAsOneAnsweredRetry() {
+        TxnID txn = openWithPartition();
+        await(coordinator.abort(txn, ALICE));
+        long before = coordinator.store().preserver().stats().retriesAnsweredAborted.sum();
+
+        await(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTING, TxnStatus.OPEN, false));
+        await(coordinator.store().updateTxnStatus(txn, TxnStatus.ABORTED, TxnStatus.ABORTING, false));
+
+        assertThat(coordinator.store().preserver().stats().retriesAnsweredAborted.sum() - before).isEqualTo(1);
+        assertThat(coordinator.store().preserver().stats().retriesAnsweredCommitted.sum()).isZero();
+    }
+
+    @Test
     void writesNothingBeforeTheOutcomeIsDecided() {
         TxnID txn = openWithPartition();
         String key = CoordinatorHarness.key(txn);
