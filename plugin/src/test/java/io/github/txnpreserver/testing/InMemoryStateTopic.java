@@ -25,8 +25,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  *       {@code state-write <mostSigBits>:<leastSigBits>} per transaction whose entry in the
  *       block differs from the block's newest durable value (new, or another outcome, time
  *       or owner), so that tests follow a transaction through the blocks that carry it;</li>
- *   <li>a value of an earlier format as {@code state-write <txn>} of the record it holds,
- *       or {@code state-write <key>} if it holds none;</li>
+ *   <li>a value under any other key (a test's malformed record) as {@code state-write <key>};</li>
  *   <li>a tombstone as {@code state-delete <key>};</li>
  *   <li>a failure as the same line with {@code failed } after {@code state-write }/{@code state-delete }.</li>
  * </ul>
@@ -256,8 +255,7 @@ public final class InMemoryStateTopic implements StateTopic {
 
     /**
      * Transactions held by the newest value of each live key, as
-     * {@code <mostSigBits>:<leastSigBits>}: every outcome of a block, the record of an
-     * earlier format; sorted by transaction.
+     * {@code <mostSigBits>:<leastSigBits>}: every outcome of each block; sorted by transaction.
      */
     public synchronized List<String> liveTransactions() {
         List<TxnID> txns = new ArrayList<>();
