@@ -221,13 +221,13 @@ final class OutcomeIndex {
     /**
      * Joins what the restore read to what this coordinator kept meanwhile (which is newer,
      * and wins), rebuilds the floor, and releases the held blocks ({@link RestoreMerge}).
+     * A merge that throws keeps them held: their records may hold outcomes it did not
+     * merge, which a write of the block would erase and a lookup must not answer "not
+     * found"; the restore reads and merges again (merging a block twice changes nothing).
      */
     void merge(RestoredBlocks restored, long nowMillis) {
-        try {
-            new RestoreMerge(this).merge(restored, expiredThrough(nowMillis));
-        } finally {
-            heldThroughBlock = -1;
-        }
+        new RestoreMerge(this).merge(restored, expiredThrough(nowMillis));
+        heldThroughBlock = -1;
     }
 
     /** Outcomes kept: in blocks, and floor entries whose block is gone. */

@@ -10,6 +10,8 @@ public final class PreserverStats {
     public final LongAdder malformedRecords = new LongAdder();
     /** State-topic block writes that failed (each block is written again after its backoff). */
     public final LongAdder recordWriteFailures = new LongAdder();
+    /** Restores whose read could not be merged (the blocks stay held, the topic is read again). */
+    public final LongAdder restoreMergeFailures = new LongAdder();
     /** Records read by the last restore, tombstones and skipped ones included. */
     public volatile long restoredRecords;
     /** Duration of the last restore. */

@@ -14,8 +14,8 @@ import org.slf4j.LoggerFactory;
  * Reads a coordinator's state topic once when it opens: to the barrier its writer puts at
  * the end (see {@link StateTopic#readToEnd}), on a thread of its own, into a
  * {@link RestoredBlocks}; then hands it, whole, to the coordinator's thread for one merge.
- * A read that fails is read again from the start, with backoff, until it succeeds or the
- * coordinator closes.
+ * A read that fails, or that the coordinator could not merge, is read again from the start,
+ * with backoff, until one is merged or the coordinator closes.
  *
  * <p>Every record is validated ({@link BlockRecordCodec#decode}): a record this coordinator
  * could not have written (another coordinator's, a block past the sequences its log has
@@ -36,7 +36,10 @@ final class Restorer {
     /** What the coordinator does with a read that succeeded: one merge. */
     @FunctionalInterface
     interface ReadDone {
-        void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long startNanos);
+        /**
+         * @return false if the read could not be merged: it is read again, as a failed read is
+         */
+        boolean read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long startNanos);
     }
 
     private final long coordinatorId;
@@ -94,10 +97,14 @@ final class Restorer {
         }
         if (error == null) {
             phase = Phase.DONE;
-            // Counted once, for the read that is kept (a failed read is read again whole).
-            stats.malformedRecords.add(collector.malformed);
-            done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
-                    startNanos);
+            if (done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
+                    startNanos)) {
+                // Counted once, for the read that is kept (a failed read is read again whole).
+                stats.malformedRecords.add(collector.malformed);
+                return;
+            }
+            phase = Phase.WAITING;
+            readAgain();
             return;
         }
         phase = Phase.WAITING;
@@ -113,6 +120,10 @@ final class Restorer {
             // The real topic's read writes a barrier with the writer: it needs one now.
             writer.lostDuringRestore(error);
         }
+        readAgain();
+    }
+
+    private void readAgain() {
         scheduler.schedule(this::read, retryDelay);
         retryDelay = retryDelay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY
                 : retryDelay.multipliedBy(2);

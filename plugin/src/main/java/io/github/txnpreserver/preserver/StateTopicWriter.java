@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.apache.pulsar.common.util.FutureUtil;
@@ -39,6 +40,12 @@ final class StateTopicWriter {
     private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(5);
     private static final Duration RELEASE_RETRY_DELAY = Duration.ofSeconds(1);
     private static final long REPORT_INTERVAL_SECONDS = 60;
+    /**
+     * How long a replacement may take before it is given up on (and tried again after its
+     * backoff): the topic's calls are each bounded, but a chain of them that waits on a
+     * busy broker is not.
+     */
+    static final Duration REPLACE_TIMEOUT = Duration.ofSeconds(60);
 
     private final long coordinatorId;
     private final StateTopic stateTopic;
@@ -258,7 +265,15 @@ final class StateTopicWriter {
         } catch (RuntimeException e) {
             reopened = CompletableFuture.failedFuture(e);
         }
-        reopened.whenComplete((recreated, error) -> scheduler.execute(() -> replaced(mine, recreated, error)));
+        CompletableFuture<Boolean> attemptDone = reopened;
+        // Giving up completes the attempt's future: the topic then neither fences nor installs a writer for it.
+        Scheduler.Cancellable giveUp = scheduler.schedule(() -> attemptDone.completeExceptionally(
+                new TimeoutException("the writer's replacement took more than " + REPLACE_TIMEOUT.toSeconds()
+                        + " s")), REPLACE_TIMEOUT);
+        reopened.whenComplete((recreated, error) -> {
+            giveUp.cancel();
+            scheduler.execute(() -> replaced(mine, recreated, error));
+        });
     }
 
     private void replaced(long which, Boolean recreated, Throwable error) {

@@ -270,17 +270,21 @@ public final class TransactionMetadataPreserver {
 
     // ---- restore, expiry, pacing
 
-    private void finishRestore(RestoredBlocks read, long records, long blockRecords, long blockBytes,
-                               long startNanos) {
+    /** @return false if what was read could not be merged: the blocks stay held, the restore reads again */
+    private boolean finishRestore(RestoredBlocks read, long records, long blockRecords, long blockBytes,
+                                  long startNanos) {
         if (thread.isClosed()) {
-            return;
+            return true;
         }
         try {
             index.merge(read, scheduler.millis());
-        } catch (RuntimeException e) {
-            // Not retried (it would fail the same way): what was read and not merged is lost from
-            // memory, never from the topic; the coordinator goes on with what it keeps.
-            log.error("Coordinator {}: could not merge what its restore read", coordinatorId, e);
+        } catch (RuntimeException | Error e) {
+            // Held, an unmerged outcome is neither written over nor answered "not found": lookups
+            // wait for the next merge (answered "coordinator not found" past their bound).
+            stats.restoreMergeFailures.increment();
+            log.error("Coordinator {}: could not merge what its restore read; reading its state topic again"
+                    + " (lookups of ended transactions wait, new transactions are served)", coordinatorId, e);
+            return false;
         }
         queue.holdReleased();
         stats.restoredRecords = records;
@@ -297,6 +301,7 @@ public final class TransactionMetadataPreserver {
         writer.restoreDone();
         budget.reclaim();
         paceCompaction();
+        return true;
     }
 
     /** Drops the outcomes past their time-to-live, from memory and from the state topic (also periodically). */

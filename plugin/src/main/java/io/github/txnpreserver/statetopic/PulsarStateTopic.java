@@ -55,7 +55,6 @@ public final class PulsarStateTopic implements StateTopic {
     static final String EPOCH_PROPERTY = "pulsar.topic.epoch";
     /** After the send timeout, how long a send may still take before it counts as wedged. */
     private static final long WEDGED_MARGIN_MILLIS = 5_000;
-    private static final long REOPEN_TIMEOUT_SECONDS = 60;
 
     private final PulsarClient client;
     private final PulsarAdmin admin;
@@ -74,11 +73,20 @@ public final class PulsarStateTopic implements StateTopic {
     private final boolean topicPoliciesOn;
     private final CompactedViewReader reads;
     /**
-     * The current writer attempt: the open is 0, each {@link #reopen} the next. A producer is
-     * adopted only by the attempt that is still current, so a replacement that answers after
-     * its attempt was given up on (timed out) closes its producer instead of installing it.
+     * The current writer attempt: the open is 0, each {@link #reopen} the next; a close, or
+     * an attempt its caller gave up on, moves it past them. An attempt creates its fencing
+     * producer only while it is still current, and adopts it only then: a replacement given
+     * up on neither fences the writer a later attempt installed nor, answering late,
+     * installs its own.
      */
     private final AtomicLong attempts = new AtomicLong();
+    /**
+     * Completes once the latest attempt's fencing producer has been created and adopted or
+     * closed, or its creation failed or never started. The next attempt compares epochs only
+     * after it: a producer still being created for an attempt given up on may move the epoch
+     * at any moment, and must not read as another writer's fence.
+     */
+    private CompletableFuture<Void> settled = CompletableFuture.completedFuture(null);
 
     private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
                              Supplier<CompletableFuture<Boolean>> stillOwned, boolean topicPoliciesOn) {
@@ -114,6 +122,7 @@ public final class PulsarStateTopic implements StateTopic {
         return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.newProducer())
                 .thenCompose(producer -> stateTopic.adopt(producer, 0))
+                .thenApply(adopted -> adopted.properties())
                 .thenApply(properties -> {
                     log.info("Opened state topic {} as its only writer", stateTopic.topic);
                     return (StateTopic) stateTopic;
@@ -146,25 +155,33 @@ public final class PulsarStateTopic implements StateTopic {
                 .createAsync();
     }
 
+    /** A producer created for an attempt, and the topic's properties once it was. */
+    private record Adopted(Producer<byte[]> producer, Map<String, String> properties) {
+    }
+
     /**
-     * Makes a new producer the writer: marks the topic as this writer's and notes its
-     * fencing epoch (which the new producer just moved). Closes it if that fails or the
-     * state topic closed meanwhile.
+     * Makes a new producer the writer if its attempt is still current: marks the topic as
+     * this writer's and notes its fencing epoch (which the new producer just moved).
+     * Otherwise closes it; if only its attempt was given up on (the state topic is still
+     * open), the epoch it moved is noted as this writer's own, so that the next attempt does
+     * not take it for another writer's fence.
      */
-    private CompletableFuture<Map<String, String>> adopt(Producer<byte[]> replacement, long attempt) {
+    private CompletableFuture<Adopted> adopt(Producer<byte[]> replacement, long attempt) {
         return markTopic()
                 .thenCompose(marked -> admin.topics().getPropertiesAsync(topic))
                 .thenApply(properties -> {
+                    String epoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
                     if (closed || attempts.get() != attempt) {
-                        throw new CompletionException(new PulsarClientException.AlreadyClosedException(
-                                "state topic " + topic + (closed ? " closed" : ": writer attempt " + attempt
-                                        + " was given up on")));
+                        if (!closed) {
+                            ownEpoch = epoch;
+                        }
+                        throw new CompletionException(givenUp(attempt));
                     }
-                    ownEpoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
+                    ownEpoch = epoch;
                     producer = replacement;
-                    return properties;
+                    return new Adopted(replacement, properties);
                 })
-                .whenComplete((properties, error) -> {
+                .whenComplete((adopted, error) -> {
                     if (error != null) {
                         replacement.closeAsync();
                     }
@@ -172,13 +189,28 @@ public final class PulsarStateTopic implements StateTopic {
     }
 
     /**
-     * Fails unless {@code attempt} is still the current one: a fencing producer created for an
-     * attempt given up on would fence the writer a later attempt installed.
+     * Fails unless {@code attempt} is still current and this broker still owns the
+     * coordinator, asked right before the fencing producer is created: a fencing producer
+     * of an attempt given up on, of a closed state topic or of a broker that lost the
+     * coordinator would fence the writer of its new owner (or of a later attempt), which
+     * would then close the coordinator there.
      */
-    private CompletableFuture<Void> stillCurrent(long attempt) {
-        return attempts.get() == attempt ? CompletableFuture.completedFuture(null)
-                : CompletableFuture.failedFuture(new PulsarClientException.AlreadyClosedException("state topic "
-                        + topic + ": writer attempt " + attempt + " was given up on"));
+    private CompletableFuture<Void> mayFence(long attempt) {
+        if (closed || attempts.get() != attempt) {
+            return CompletableFuture.failedFuture(givenUp(attempt));
+        }
+        return stillOwned.get().thenCompose(owned -> {
+            if (!owned) {
+                return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
+            }
+            return closed || attempts.get() != attempt ? CompletableFuture.failedFuture(givenUp(attempt))
+                    : CompletableFuture.completedFuture(null);
+        });
+    }
+
+    private PulsarClientException.AlreadyClosedException givenUp(long attempt) {
+        return new PulsarClientException.AlreadyClosedException("state topic " + topic
+                + (closed ? " closed" : ": writer attempt " + attempt + " was given up on"));
     }
 
     @Override
@@ -239,32 +271,57 @@ public final class PulsarStateTopic implements StateTopic {
      * Replaces a writer nobody else took over. Fails with {@link WriterFencedException} if
      * the topic's fencing epoch moved since this writer opened it (another writer fenced
      * it, though no write has said so yet), and with {@link CoordinatorMovedException} if
-     * this broker no longer owns the coordinator. The old writer is closed first, so that
-     * none of its writes can land after the new one's (the broker persists a closing
-     * producer's pending messages before it confirms the close, and the new writer's fence
-     * covers a close that failed).
+     * this broker no longer owns the coordinator (asked first, and again right before the
+     * fencing producer is created). The old writer is closed first, so that none of its
+     * writes can land after the new one's (the broker persists a closing producer's pending
+     * messages before it confirms the close, and the new writer's fence covers a close that
+     * failed).
+     *
+     * <p>The caller bounds the attempt: completing the returned future (exceptionally) gives
+     * it up, and a producer it creates afterwards is closed, never adopted. Attempts run one
+     * after another: one starts comparing epochs only once the previous one's producer has
+     * been created (a client bounds that by its operation timeout) and adopted or closed.
      */
     @Override
     public CompletableFuture<Boolean> reopen(boolean unread) {
         long attempt = attempts.incrementAndGet();
-        return stillOwned.get().thenCompose(owned -> {
-            if (!owned) {
-                return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
-            }
-            return propertiesIfAny().thenCompose(properties -> {
-                String epoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
-                if (properties != null && ownEpoch != null && !ownEpoch.equals(epoch)) {
-                    return CompletableFuture.failedFuture(new WriterFencedException(topic, ownEpoch, epoch));
-                }
-                boolean marked = properties != null && properties.containsKey(WRITER_PROPERTY);
-                return replaceProducer(marked, unread, attempt);
-            });
-        }).orTimeout(REOPEN_TIMEOUT_SECONDS, TimeUnit.SECONDS).whenComplete((recreated, error) -> {
+        CompletableFuture<Boolean> result = new CompletableFuture<>();
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        CompletableFuture<Void> previous;
+        synchronized (this) {
+            previous = settled;
+            settled = mine;
+        }
+        result.whenComplete((recreated, error) -> {
             if (error != null) {
                 // Given up on: a producer it creates later is closed, not adopted.
                 attempts.compareAndSet(attempt, attempt + 1);
             }
         });
+        previous.handle((ignored, error) -> null)
+                .thenCompose(ignored -> stillOwned.get())
+                .thenCompose(owned -> {
+                    if (!owned) {
+                        return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
+                    }
+                    return propertiesIfAny().thenCompose(properties -> {
+                        String epoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
+                        if (properties != null && ownEpoch != null && !ownEpoch.equals(epoch)) {
+                            return CompletableFuture.failedFuture(new WriterFencedException(topic, ownEpoch, epoch));
+                        }
+                        boolean marked = properties != null && properties.containsKey(WRITER_PROPERTY);
+                        return replaceProducer(marked, unread, attempt);
+                    });
+                })
+                .whenComplete((recreated, error) -> {
+                    mine.complete(null);
+                    if (error != null) {
+                        result.completeExceptionally(error);
+                    } else {
+                        result.complete(recreated);
+                    }
+                });
+        return result;
     }
 
     private CompletableFuture<Boolean> replaceProducer(boolean topicWasMarked, boolean unread, long attempt) {
@@ -274,9 +331,8 @@ public final class PulsarStateTopic implements StateTopic {
                         .handle((ignored, error) -> null);
         return oldClosed
                 .thenCompose(ignored -> createNonPartitioned(admin, topic))
-                .thenCompose(created -> stillCurrent(attempt).thenCompose(current -> newProducer())
-                        .thenCompose(producer -> adopt(producer, attempt))
-                        .thenApply(properties -> {
+                .thenCompose(created -> fence(attempt)
+                        .thenApply(adopted -> {
                     // A topic without the writer's mark was created again by someone else.
                     boolean recreated = created || !topicWasMarked;
                     log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
@@ -301,6 +357,13 @@ public final class PulsarStateTopic implements StateTopic {
                 });
     }
 
+    /** Creates this attempt's fencing producer, if it still may, and adopts it (or closes it). */
+    private CompletableFuture<Adopted> fence(long attempt) {
+        return mayFence(attempt)
+                .thenCompose(mayStill -> newProducer())
+                .thenCompose(created -> adopt(created, attempt));
+    }
+
     /** The topic's properties, or null if the topic does not exist. */
     private CompletableFuture<Map<String, String>> propertiesIfAny() {
         return admin.topics().getPropertiesAsync(topic).exceptionallyCompose(error -> {
@@ -321,10 +384,8 @@ public final class PulsarStateTopic implements StateTopic {
                 + " writing every kept outcome into a new one", coordinatorId, topic);
         return admin.topics().deleteAsync(topic, true)
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
-                .thenCompose(created -> stillCurrent(attempt))
-                .thenCompose(current -> newProducer())
-                .thenCompose(producer -> adopt(producer, attempt))
-                .thenApply(properties -> true);
+                .thenCompose(created -> fence(attempt))
+                .thenApply(adopted -> true);
     }
 
     @Override
@@ -377,6 +438,8 @@ public final class PulsarStateTopic implements StateTopic {
     @Override
     public CompletableFuture<Void> closeAsync() {
         closed = true;
+        // An attempt in flight creates no fencing producer from now on.
+        attempts.incrementAndGet();
         Producer<byte[]> writer = producer;
         return writer == null ? CompletableFuture.completedFuture(null) : writer.closeAsync();
     }

@@ -355,5 +355,39 @@ class StateTopicWriterTest {
             scheduler.runReady();
             assertThat(writer.state()).isEqualTo(WRITING);
         }
+
+        /**
+         * Review of 3e78710, finding 1: a replacement is bounded by the writer, on the
+         * coordinator's clock. One that has not answered {@code REPLACE_TIMEOUT} after it
+         * was asked is given up on: its future is completed exceptionally, which tells the
+         * topic to create no fencing producer for it and to close one it creates later; the
+         * writer waits for its backoff and tries again. Its late answer changes nothing.
+         */
+        @Test
+        void aReplacementThatDoesNotAnswerInTimeIsGivenUpOnAndTriedAgainAfterItsBackoff() {
+            end(1);
+            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            scheduler.advance(GROUP);
+            assertThat(writer.state()).isEqualTo(REPLACING);
+            topic.failWritesAs = null;
+
+            scheduler.advance(StateTopicWriter.REPLACE_TIMEOUT.minusMillis(1));
+            assertThat(topic.reopens.get(0)).as("not given up on before its time").isNotDone();
+            scheduler.advance(Duration.ofMillis(1));
+            assertThat(topic.reopens.get(0)).as("given up on").isCompletedExceptionally();
+            assertThat(writer.state()).isEqualTo(REPLACE_PENDING);
+
+            topic.reopens.get(0).complete(false);
+            scheduler.runReady();
+            assertThat(writer.state()).as("its late answer changes nothing").isEqualTo(REPLACE_PENDING);
+
+            scheduler.advance(Duration.ofMillis(100));
+            assertThat(topic.reopens).as("tried again after the first backoff").hasSize(2);
+            topic.reopens.get(1).complete(false);
+            scheduler.runReady();
+            assertThat(writer.state()).isEqualTo(WRITING);
+            scheduler.advance(GROUP);
+            assertThat(topic.writes).containsExactly("write c0", "write c0");
+        }
     }
 }
