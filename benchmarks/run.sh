@@ -7,6 +7,8 @@
 #                                  broker CPU per transaction by thread, stock against the plugin
 #   benchmarks/run.sh --latency-probe [commits per side] [warm-up seconds]
 #                                  whether the plugin's slowest commits fall on its state-topic writes
+#   benchmarks/run.sh --cold-read-probe [records] [reads]
+#                                  point reads of a compacted state topic's records by message id
 # The last line printed is: RESULT p50_ratio=... (see docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,9 @@ if [[ "${1:-}" == "--thread-cpu" ]]; then
     shift
 elif [[ "${1:-}" == "--latency-probe" ]]; then
     main=io.github.txnpreserver.bench.LatencyProbe
+    shift
+elif [[ "${1:-}" == "--cold-read-probe" ]]; then
+    main=io.github.txnpreserver.bench.ColdReadProbe
     shift
 fi
 exec java ${BENCH_JAVA_OPTS:-} -Xms2g -Xmx2g -XX:+UseSerialGC \
