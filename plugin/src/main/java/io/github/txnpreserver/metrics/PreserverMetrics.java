@@ -99,9 +99,6 @@ public final class PreserverMetrics extends Collector {
                 "State-topic writes of outcomes that failed (each is retried)");
         Family malformed = new Family("pulsar_txn_preserver_malformed_records_total", Type.COUNTER,
                 "State-topic records skipped because they could not be read");
-        Family mergeFailures = new Family("pulsar_txn_preserver_restore_merge_failures_total", Type.COUNTER,
-                "Restores whose read could not be merged; the state topic is read again, lookups of ended"
-                        + " transactions wait");
         Family restoreSeconds = new Family("pulsar_txn_preserver_restore_duration_seconds", Type.GAUGE,
                 "Duration of the coordinator's last restore from its state topic");
         Family restoreRecords = new Family("pulsar_txn_preserver_restore_records", Type.GAUGE,
@@ -133,7 +130,6 @@ public final class PreserverMetrics extends Collector {
             writes.addHistogram(labels, stats.stateWriteLatency);
             writeFailures.add(labels, stats.recordWriteFailures.sum());
             malformed.add(labels, stats.malformedRecords.sum());
-            mergeFailures.add(labels, stats.restoreMergeFailures.sum());
             restoreSeconds.add(labels, stats.restoreMillis / 1000.0);
             restoreRecords.add(labels, stats.restoredRecords);
             redrives.add(labels, stats.stuckRedrives.sum());
@@ -143,7 +139,7 @@ public final class PreserverMetrics extends Collector {
         List<MetricFamilySamples> families = new ArrayList<>();
         for (Family family : List.of(kept, clients, answered, lookups, evictions, window, memory, floor, expirations,
                 writes,
-                writeFailures, malformed, mergeFailures, restoreSeconds, restoreRecords, redrives,
+                writeFailures, malformed, restoreSeconds, restoreRecords, redrives,
                 writerReplacements, refused)) {
             families.add(family.build());
         }

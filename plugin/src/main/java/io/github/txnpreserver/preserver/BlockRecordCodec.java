@@ -116,6 +116,31 @@ public final class BlockRecordCodec {
         }
     }
 
+    /** The block a validated record holds, its owners named in {@code owners} (ids created as needed). */
+    static OutcomeBlock toBlock(OutcomeBlockRecord record, OwnerIds owners) {
+        OutcomeBlock block = new OutcomeBlock(record.getBlockIndex());
+        int[] ids = new int[record.getOwnersCount() + 1];
+        for (int i = 0; i < record.getOwnersCount(); i++) {
+            ids[i + 1] = owners.idOf(record.getOwners(i));
+        }
+        int entry = 0;
+        long time = 0;
+        for (int word = 0; word < WORDS; word++) {
+            long kept = record.getKept(word);
+            while (kept != 0) {
+                int bit = Long.numberOfTrailingZeros(kept);
+                kept &= kept - 1;
+                int offset = (word << 6) + bit;
+                boolean committed = (record.getCommitted(word) & (1L << bit)) != 0;
+                int ref = record.getOwnerRefsCount() == 0 ? record.getUniformOwnerRef() : record.getOwnerRefs(entry);
+                time += record.getEndSecondDeltas(entry);
+                block.set(offset, committed, (int) time, ids[ref]);
+                entry++;
+            }
+        }
+        return block;
+    }
+
     /** The record of a block (see {@link OutcomeIndex#recordOf}), its owners named through {@code ownerName}. */
     static byte[] encode(long coordinatorId, OutcomeBlock block, IntFunction<String> ownerName) {
         OutcomeBlockRecord.Builder record = OutcomeBlockRecord.newBuilder()

@@ -129,17 +129,21 @@ final class DurabilityQueue {
         return writes;
     }
 
-    /** A write landed: its block's waiters up to its offset are released, in order. */
-    void landed(Write write) {
+    /**
+     * A write landed: its block's waiters up to its offset are released, in order.
+     *
+     * @return false if it counts for nothing: it landed in a topic that is gone
+     */
+    boolean landed(Write write) {
         inFlight.remove(write.blockIndex());
         retryAt.remove(write.blockIndex());
         retryDelay.remove(write.blockIndex());
         if (write.offset() < countsFrom) {
-            return;
+            return false;
         }
         ArrayDeque<Waiter> queue = waiters.get(write.blockIndex());
         if (queue == null) {
-            return;
+            return true;
         }
         List<Runnable> ready = new ArrayList<>();
         while (!queue.isEmpty() && queue.peekFirst().offset() <= write.offset()) {
@@ -150,6 +154,12 @@ final class DurabilityQueue {
             waiters.remove(write.blockIndex());
         }
         ready.forEach(DurabilityQueue::runSafely);
+        return true;
+    }
+
+    /** Nothing of the block waits to be written or is being written: its last landed record is its state. */
+    boolean isDurable(long blockIndex) {
+        return !dirty.containsKey(blockIndex) && !inFlight.containsKey(blockIndex);
     }
 
     /** A waiter that throws (a log release) must not stop the others, nor the write's bookkeeping. */

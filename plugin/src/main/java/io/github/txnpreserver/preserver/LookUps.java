@@ -1,14 +1,18 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.common.util.FutureUtil;
 
 /**
- * Answers "what was the outcome of transaction X" from a coordinator's {@link OutcomeIndex}.
+ * Answers "what was the outcome of transaction X" from a coordinator's {@link OutcomeIndex}:
+ * from memory, or from the record of its cold block ({@link ColdReads}), whose read failing
+ * or timing out is answered "unavailable" (retryable), never "not found".
  * While the coordinator's restore reads, an outcome may be in what is not read yet: a
  * lookup then waits for the restore's end, at most {@code restoreWait}, and is answered
  * "unavailable" (retryable) if it does not come, or if the coordinator closes.
@@ -26,11 +30,14 @@ final class LookUps {
     private final Scheduler scheduler;
     private final PreserverStats stats;
     private final Duration restoreWait;
+    private final ColdReads coldReads;
     private final List<Parked> parked = new ArrayList<>();
     private boolean restored;
 
-    LookUps(long coordinatorId, OutcomeIndex index, Scheduler scheduler, PreserverStats stats, Duration restoreWait) {
+    LookUps(long coordinatorId, OutcomeIndex index, ColdReads coldReads, Scheduler scheduler, PreserverStats stats,
+            Duration restoreWait) {
         this.coordinatorId = coordinatorId;
+        this.coldReads = coldReads;
         this.index = index;
         this.scheduler = scheduler;
         this.stats = stats;
@@ -68,24 +75,48 @@ final class LookUps {
         parked.clear();
     }
 
+    /** From memory if it has the outcome, else from its cold block's record, else absent. */
     private void answer(TxnID txnId, CompletableFuture<KeptOutcome> answer) {
-        KeptOutcome kept = find(txnId);
-        if (kept != null) {
-            stats.keptLookups.increment();
-        }
-        answer.complete(kept);
-    }
-
-    private KeptOutcome find(TxnID txnId) {
         if (txnId.getMostSigBits() != coordinatorId || txnId.getLeastSigBits() < 0) {
-            return null;
+            answer.complete(null);
+            return;
         }
-        long packed = index.find(txnId.getLeastSigBits(), -1);
-        if (packed == -1) {
-            return null;
+        long sequence = txnId.getLeastSigBits();
+        long packed = index.find(sequence, -1);
+        if (packed != -1) {
+            stats.keptLookups.increment();
+            answer.complete(new KeptOutcome(txnId, ClientFloor.committedOf(packed) ? Outcome.COMMITTED
+                    : Outcome.ABORTED, index.ownerName(ClientFloor.ownerOf(packed)),
+                    OutcomeIndex.millisOf(ClientFloor.timeOf(packed))));
+            return;
         }
-        return new KeptOutcome(txnId, ClientFloor.committedOf(packed) ? Outcome.COMMITTED : Outcome.ABORTED,
-                index.ownerName(ClientFloor.ownerOf(packed)), OutcomeIndex.millisOf(ClientFloor.timeOf(packed)));
+        RecordPosition position = index.coldPositionOf(sequence);
+        if (position == null) {
+            answer.complete(null);
+            return;
+        }
+        long blockIndex = OutcomeBlock.indexOf(sequence);
+        coldReads.read(blockIndex, position).whenComplete((decoded, error) -> {
+            if (error != null) {
+                answer.completeExceptionally(FutureUtil.unwrapCompletionException(error));
+                return;
+            }
+            if (decoded == null) {
+                index.coldRecordUnusable(blockIndex, position);
+                answer.complete(null);
+                return;
+            }
+            int offset = OutcomeBlock.offsetOf(sequence);
+            OutcomeBlock block = decoded.block();
+            if (!block.has(offset) || index.expired(block.time(offset), scheduler.millis())) {
+                answer.complete(null);
+                return;
+            }
+            stats.keptLookups.increment();
+            stats.coldLookups.increment();
+            answer.complete(new KeptOutcome(txnId, block.committed(offset) ? Outcome.COMMITTED : Outcome.ABORTED,
+                    decoded.owners().nameOf(block.owner(offset)), OutcomeIndex.millisOf(block.time(offset))));
+        });
     }
 
     private PreserverUnavailableException unavailable(String why) {

@@ -3,6 +3,7 @@ package io.github.txnpreserver.preserver;
 import io.github.txnpreserver.time.Scheduler;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongPredicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,14 +24,17 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
     private final Runnable afterDrop;
     private final RateLimitedLog evictions;
     private final AtomicBoolean dropQueued = new AtomicBoolean();
+    private final LongPredicate durable;
     private volatile long bytes;
     private volatile Long oldestEvictableMillis;
+    private volatile boolean evictionGoesCold;
     private boolean closed;
 
     /** @param afterDrop what the coordinator does after a change (writes the block's new record, reclaims more) */
-    MemoryShare(long coordinatorId, OutcomeIndex index, Scheduler scheduler, OutcomeMemoryBudget budget,
-                Runnable afterDrop) {
+    MemoryShare(long coordinatorId, OutcomeIndex index, LongPredicate durable, Scheduler scheduler,
+                OutcomeMemoryBudget budget, Runnable afterDrop) {
         this.coordinatorId = coordinatorId;
+        this.durable = durable;
         this.index = index;
         this.scheduler = scheduler;
         this.budget = budget;
@@ -43,7 +47,9 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
     void publish() {
         if (!closed) {
             bytes = index.bytes();
-            oldestEvictableMillis = index.oldestEvictableMillis();
+            boolean[] goesCold = new boolean[1];
+            oldestEvictableMillis = index.oldestEvictableMillis(durable, goesCold);
+            evictionGoesCold = goesCold[0];
         }
     }
 
@@ -58,6 +64,11 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
     }
 
     @Override
+    public boolean evictionGoesCold() {
+        return evictionGoesCold;
+    }
+
+    @Override
     public void evictOldestForMemory() {
         if (dropQueued.compareAndSet(false, true) && !scheduler.execute(this::dropOldest)) {
             dropQueued.set(false);
@@ -69,7 +80,9 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
         if (closed) {
             return;
         }
-        int dropped = index.evictOldest();
+        long before = index.memoryEvictions();
+        index.evictOldest(durable);
+        long dropped = index.memoryEvictions() - before;
         if (dropped > 0) {
             evictions.occurred(dropped, count -> log.warn("Coordinator {}: the memory bound of {} MiB dropped {} kept"
                     + " outcomes in the last {} s before their time-to-live; retries of transactions that ended more"
@@ -85,5 +98,6 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
         budget.unregister(this);
         bytes = 0;
         oldestEvictableMillis = null;
+        evictionGoesCold = false;
     }
 }

@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.statetopic.RecordPosition;
 import java.util.Arrays;
 
 /**
@@ -30,8 +31,8 @@ final class OutcomeBlock {
     static final int MASK = SIZE - 1;
     private static final int WORDS = SIZE / 64;
     private static final int NO_OWNER_YET = -1;
-    /** Object header, fields and the index entry: measured with JOL-style accounting, rounded up. */
-    private static final int FIXED_BYTES = 112;
+    /** Object header, fields and the index entry: measured with JOL-style accounting, rounded up; a position 40 more. */
+    private static final int FIXED_BYTES = 152;
     private static final int ARRAY_HEADER = 16;
 
     final long index;
@@ -54,6 +55,11 @@ final class OutcomeBlock {
     OutcomeBlock newer;
     /** Transactions of this block whose end is in progress: the block may not be dropped. */
     int pins;
+    /**
+     * Where the newest record of this block that landed is, or null if none did (since the
+     * topic was created again): a block may go cold only once what it says is there.
+     */
+    RecordPosition landed;
 
     OutcomeBlock(long index) {
         this.index = index;

@@ -1,8 +1,10 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.statetopic.RecordPosition;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.longs.LongArrayList;
 import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
+import java.util.function.LongPredicate;
 
 /**
  * The outcomes one coordinator keeps: pure in-memory data, no I/O, no time of its own.
@@ -10,9 +12,13 @@ import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
  * <h2>Policy</h2>
  * <ul>
  *   <li><b>By time</b>: every decided outcome is kept until its time-to-live ({@link #expire}).</li>
- *   <li><b>By memory</b>: the broker's memory bound drops whole blocks, least recently
- *       written first ({@link #evictOldest}): with sequence ids allocated consecutively, the
- *       oldest outcomes first.</li>
+ *   <li><b>By memory, in two tiers</b>: past the broker's memory bound, the least recently
+ *       written block whose record has landed goes <em>cold</em> ({@link #evictOldest}): it
+ *       leaves memory, its record stays in the state topic, and {@link ColdBlocks} keeps
+ *       where that record is (0.13 byte an outcome instead of about 3), so its outcomes are
+ *       still answered, by reading it. Only once no block can go cold does the bound drop
+ *       outcomes: the lowest cold block first (the oldest), then the least recently written
+ *       one still in memory.</li>
  *   <li><b>Per-client floor</b> ({@link ClientFloor}): each client's newest {@code perClient}
  *       decided outcomes survive the memory bound (not their time-to-live).</li>
  * </ul>
@@ -28,6 +34,13 @@ import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
  * While the state topic is read at a coordinator's opening, blocks up to the highest
  * sequence the transaction log had allocated are <em>held</em> ({@link #hold}): they may have
  * records not read yet, so they are neither written nor dropped until {@link #merge}.
+ *
+ * <h2>A cold block that changes</h2>
+ * A block whose record holds outcomes not in memory must not be written from memory alone:
+ * an end in a cold block (a transaction that ended long after its neighbours, or met again in
+ * the log's replay) brings the block back into memory <em>awaiting its cold part</em>
+ * ({@link ColdReader}): held like a restore's blocks, not written, not dropped, and a lookup
+ * of its other outcomes still reads the record, until {@link #coldPartRead} merges it.
  *
  * <p>Its restore merge lives in {@link RestoreMerge}, which shares its package-private state.
  *
@@ -45,6 +58,22 @@ final class OutcomeIndex {
         void changed(long blockIndex);
     }
 
+    /** Reads the record of a cold block that is back in memory, and hands it to {@link #coldPartRead}. */
+    @FunctionalInterface
+    interface ColdReader {
+        void read(long blockIndex, RecordPosition position);
+    }
+
+    /** What {@link #evictOldest} did. */
+    enum Eviction {
+        /** A block went cold: nothing was dropped. */
+        COLD,
+        /** Outcomes were dropped (a cold block, or one in memory that could not go cold). */
+        DROPPED,
+        /** Nothing could be done: every block is pinned, held, or awaits its cold part. */
+        NONE
+    }
+
     private final long timeToLiveMillis;
     final int perClient;
     final BlockChanges changes;
@@ -53,6 +82,13 @@ final class OutcomeIndex {
     final OwnerIds owners = new OwnerIds();
     final ClientFloor floor;
     final FloorOnlyBlocks floorOnlyBlocks = new FloorOnlyBlocks();
+    final ColdBlocks cold = new ColdBlocks();
+    /** Blocks back in memory whose cold record is being read ({@link ColdReader}). */
+    private final LongOpenHashSet awaitingCold = new LongOpenHashSet();
+    private ColdReader coldReader = (blockIndex, position) -> {
+        throw new IllegalStateException("no cold reader");
+    };
+    private long coldLost;
     /** Ends in progress (decided, terminal entry not durable yet): they pin their block. */
     private final LongOpenHashSet pending = new LongOpenHashSet();
     long blockBytes;
@@ -70,6 +106,11 @@ final class OutcomeIndex {
         this.floor = new ClientFloor(perClient, floorCap);
         this.timeToLiveMillis = timeToLiveMillis;
         this.changes = changes;
+    }
+
+    /** Who reads a cold block's record when the block is back in memory. */
+    void readColdWith(ColdReader reader) {
+        this.coldReader = reader;
     }
 
     /** The stored form of a wall-clock time: whole seconds since 2020, rounded up (never expires early). */
@@ -113,7 +154,10 @@ final class OutcomeIndex {
         }
     }
 
-    /** The kept outcome of a sequence, packed ({@link ClientFloor#pack}), or {@code none}. */
+    /**
+     * The kept outcome of a sequence in memory, packed ({@link ClientFloor#pack}), or
+     * {@code none}: then it may still be in a cold block's record ({@link #coldPositionOf}).
+     */
     long find(long sequence, long none) {
         OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
         int offset = OutcomeBlock.offsetOf(sequence);
@@ -121,6 +165,104 @@ final class OutcomeIndex {
             return ClientFloor.pack(block.time(offset), block.owner(offset), block.committed(offset));
         }
         return floor.get(sequence, none);
+    }
+
+    /** Where the record of the cold block holding {@code sequence} is, or null if its block is not cold. */
+    RecordPosition coldPositionOf(long sequence) {
+        return cold.positionOf(OutcomeBlock.indexOf(sequence));
+    }
+
+    /** Whether an outcome of this stored end time is past its time-to-live now. */
+    boolean expired(int storedTime, long nowMillis) {
+        return storedTime <= expiredThrough(nowMillis);
+    }
+
+    /**
+     * A write of the block landed at {@code position}: once nothing newer is to be written,
+     * the block may go cold.
+     */
+    void landed(long blockIndex, RecordPosition position) {
+        OutcomeBlock block = blocks.get(blockIndex);
+        if (block != null) {
+            block.landed = position;
+        }
+    }
+
+    /**
+     * The record of a block awaiting its cold part was read: its outcomes that memory lacks
+     * join the block (what memory has is newer, and wins), the block is no longer cold, and
+     * it is written whole. A record that could not be read (missing where the cold tier
+     * pointed, or malformed: counted by the caller) is null: the block goes on with what
+     * memory has.
+     *
+     * @param owners the names of {@code record}'s owner ids
+     */
+    void coldPartRead(long blockIndex, OutcomeBlock record, OwnerIds owners) {
+        if (!awaitingCold.remove(blockIndex)) {
+            return;
+        }
+        cold.remove(blockIndex);
+        OutcomeBlock block = blocks.get(blockIndex);
+        if (block == null) {
+            return;
+        }
+        if (record != null) {
+            long before = block.bytes();
+            for (int offset = record.nextKept(0); offset >= 0; offset = next(record, offset)) {
+                if (!block.has(offset)) {
+                    int owner = this.owners.idOf(owners.nameOf(record.owner(offset)));
+                    this.owners.retain(owner);
+                    block.set(offset, record.committed(offset), record.time(offset), owner);
+                    blockOutcomes++;
+                }
+            }
+            blockBytes += block.bytes() - before;
+        }
+        changes.changed(blockIndex);
+    }
+
+    /**
+     * A cold block's record is missing where the cold tier points, or malformed (counted by
+     * the reader): its outcomes are unknown here, and the cold tier forgets it (its key is
+     * not deleted: whatever is there now is not this coordinator's to delete).
+     */
+    void coldRecordUnusable(long blockIndex, RecordPosition position) {
+        if (position.equals(cold.positionOf(blockIndex)) && !awaitingCold.contains(blockIndex)) {
+            coldLost += cold.remove(blockIndex);
+        }
+    }
+
+    boolean isAwaitingCold(long blockIndex) {
+        return awaitingCold.contains(blockIndex);
+    }
+
+    /**
+     * The state topic was created again: no block's record is there any more (those in
+     * memory are written again, and go cold only once that lands); the cold blocks' records
+     * are gone with it, and no memory holds them.
+     *
+     * @return how many cold outcomes were lost
+     */
+    long topicCreatedAgain() {
+        for (OutcomeBlock block : blocks.values()) {
+            block.landed = null;
+        }
+        long lost = 0;
+        for (long index : cold.indexes()) {
+            if (!awaitingCold.contains(index)) {
+                lost += cold.remove(index);
+            }
+        }
+        // A block awaiting its cold part goes on with what memory has.
+        for (long index : awaitingCold.toLongArray()) {
+            coldPartRead(index, null, owners);
+        }
+        coldLost += lost;
+        return lost;
+    }
+
+    long coldLost() {
+        return coldLost;
     }
 
     String ownerName(int ownerId) {
@@ -148,31 +290,64 @@ final class OutcomeIndex {
             }
             block = next;
         }
+        // A cold block leaves once all its outcomes expired (a lookup checks each outcome's own time).
+        for (long index : cold.expiredThrough(through)) {
+            if (!blocks.containsKey(index)) {
+                dropCold(index);
+            }
+        }
         long dropped = before - size();
         expirations += dropped;
         return dropped;
     }
 
     /**
-     * Drops the least recently written block that may be dropped, for the memory bound; its
-     * floor entries stay.
+     * For the memory bound: sends the least recently written block whose record has landed
+     * cold; if none can go, drops the lowest cold block, else the least recently written
+     * block that may be dropped. Floor entries stay.
      *
-     * @return the outcomes it dropped, or -1 if there was no block to drop
+     * @param durable whether nothing of a block waits to be written (its landed record is its state)
      */
-    int evictOldest() {
+    Eviction evictOldest(LongPredicate durable) {
+        OutcomeBlock coldCandidate = coldCandidate(durable);
+        if (coldCandidate != null) {
+            goCold(coldCandidate);
+            return Eviction.COLD;
+        }
+        long lowestCold = lowestDroppableCold();
+        if (lowestCold >= 0) {
+            int outcomes = cold.outcomes(lowestCold);
+            int floorEntries = dropCold(lowestCold);
+            memoryEvictions += outcomes - floorEntries;
+            return Eviction.DROPPED;
+        }
         for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (droppable(block)) {
                 int dropped = floor.outside(block);
                 drop(block);
                 memoryEvictions += dropped;
-                return dropped;
+                return Eviction.DROPPED;
             }
         }
-        return -1;
+        return Eviction.NONE;
     }
 
-    /** The newest end time in the block {@link #evictOldest} would drop, or null if none. */
-    Long oldestEvictableMillis() {
+    /**
+     * The newest end time in the block {@link #evictOldest} would act on, or null if none;
+     * {@code cold} tells whether that block would only go cold (which the broker's bound
+     * prefers, whichever coordinator has it, over dropping outcomes).
+     */
+    Long oldestEvictableMillis(LongPredicate durable, boolean[] goesCold) {
+        OutcomeBlock coldCandidate = coldCandidate(durable);
+        if (coldCandidate != null) {
+            goesCold[0] = true;
+            return millisOf(coldCandidate.maxTime());
+        }
+        goesCold[0] = false;
+        long lowestCold = lowestDroppableCold();
+        if (lowestCold >= 0) {
+            return millisOf(cold.maxTime(lowestCold));
+        }
         for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (droppable(block)) {
                 return millisOf(block.maxTime());
@@ -181,13 +356,56 @@ final class OutcomeIndex {
         return null;
     }
 
+    private OutcomeBlock coldCandidate(LongPredicate durable) {
+        for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
+            if (droppable(block) && block.count() > 0 && block.landed != null && durable.test(block.index)) {
+                return block;
+            }
+        }
+        return null;
+    }
+
+    private long lowestDroppableCold() {
+        long lowest = cold.lowest();
+        // Held (a restore may hold its newer record) or back in memory: not dropped.
+        return lowest >= 0 && !isHeld(lowest) && !blocks.containsKey(lowest) ? lowest : -1;
+    }
+
+    /** A block whose landed record says what it holds leaves memory; its record stays, now its only copy. */
+    private void goCold(OutcomeBlock block) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            owners.release(block.owner(offset));
+        }
+        blockOutcomes -= block.count();
+        blockBytes -= block.bytes();
+        byAge.unlink(block);
+        blocks.remove(block.index);
+        cold.put(block.index, block.landed, block.count(), block.minTime(), block.maxTime());
+    }
+
+    /**
+     * A cold block is dropped: its record is deleted, or written with its floor entries only.
+     *
+     * @return how many of its outcomes stay kept as floor entries
+     */
+    private int dropCold(long index) {
+        cold.remove(index);
+        int floorEntries = floor.entriesOfBlock(index);
+        if (floorEntries > 0) {
+            floorOnlyBlocks.put(index, floorEntries);
+        }
+        changes.changed(index);
+        return floorEntries;
+    }
+
     /** Holds the blocks up to the one of {@code throughSequence} until {@link #merge}. */
     void hold(long throughSequence) {
         heldThroughBlock = Math.max(heldThroughBlock, OutcomeBlock.indexOf(Math.max(0, throughSequence)));
     }
 
+    /** Held for a restore, or awaiting its cold part: neither written nor dropped. */
     boolean isHeld(long blockIndex) {
-        return blockIndex <= heldThroughBlock;
+        return blockIndex <= heldThroughBlock || awaitingCold.contains(blockIndex);
     }
 
     boolean isHolding() {
@@ -230,14 +448,19 @@ final class OutcomeIndex {
         heldThroughBlock = -1;
     }
 
-    /** Outcomes kept: in blocks, and floor entries whose block is gone. */
+    /** Outcomes kept: in blocks, cold, and floor entries whose block is gone (a block awaiting its cold part counts twice in part). */
     long size() {
-        return blockOutcomes + floorOnlyBlocks.outcomes();
+        return blockOutcomes + floorOnlyBlocks.outcomes() + cold.outcomes();
+    }
+
+    /** Outcomes kept in memory's blocks (not cold, not floor-only). */
+    long hotSize() {
+        return blockOutcomes;
     }
 
     /** Keys of the state topic's compacted view: one per block with a record. */
     long keyCount() {
-        return blocks.size() + floorOnlyBlocks.size();
+        return blocks.size() + floorOnlyBlocks.size() + cold.blocks();
     }
 
     /** Clients (owner roles, and the one without owner) with floor entries. */
@@ -248,12 +471,12 @@ final class OutcomeIndex {
     /** Heap bytes of the kept outcomes and their bookkeeping. */
     long bytes() {
         return blockBytes + floor.bytes() + owners.bytes() + (long) BYTES_PER_PENDING * pending.size()
-                + floorOnlyBlocks.bytes();
+                + floorOnlyBlocks.bytes() + cold.bytes();
     }
 
     /** Age of the oldest outcome in the window (floor entries past it not counted); 0 when empty. */
     long windowMillis(long nowMillis) {
-        int min = Integer.MAX_VALUE;
+        int min = cold.minTime();
         for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
             if (block.count() > 0) {
                 min = Math.min(min, block.minTime());
@@ -328,6 +551,11 @@ final class OutcomeIndex {
         OutcomeBlock block = new OutcomeBlock(index);
         blocks.put(index, block);
         byAge.linkNewest(block);
+        RecordPosition coldRecord = cold.positionOf(index);
+        if (coldRecord != null && awaitingCold.add(index)) {
+            // Its record holds outcomes memory lacks: held until they are read and merged.
+            coldReader.read(index, coldRecord);
+        }
         if (floorOnlyBlocks.contains(index)) {
             // Its record still holds floor entries: the block's next record must too.
             floorOnlyBlocks.remove(index);

@@ -6,8 +6,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * The heap one broker lets the kept outcomes of all its coordinators use
  * ({@code transactionMetaPersistMaxMemoryInMB}). Past it, the oldest block of whichever
- * coordinator holds the oldest droppable one is dropped, so that the window is the same for
- * every coordinator of the broker, however their rates differ.
+ * coordinator holds the oldest one goes cold (its outcomes stay answerable from the state
+ * topic, see {@link OutcomeIndex}); once none can, the oldest is dropped, so that the window
+ * is the same for every coordinator of the broker, however their rates differ.
  *
  * <p>Each coordinator owns its outcomes on its own thread, so the budget never touches them:
  * it reads what each publishes (its bytes, the end time of the block it would drop first)
@@ -20,8 +21,13 @@ public final class OutcomeMemoryBudget {
     public interface Member {
         long keptBytes();
 
-        /** The newest end time in the block the member would drop first, or null if none. */
+        /** The newest end time in the block the member would act on first, or null if none. */
         Long oldestEvictableMillis();
+
+        /** Whether that block would only go cold (nothing dropped). */
+        default boolean evictionGoesCold() {
+            return false;
+        }
 
         /** Asks the member to drop its oldest block on its own thread, then to call {@link #reclaim}. */
         void evictOldestForMemory();
@@ -64,11 +70,19 @@ public final class OutcomeMemoryBudget {
         }
         Member oldest = null;
         long oldestMillis = Long.MAX_VALUE;
+        boolean oldestGoesCold = false;
         for (Member member : members) {
             Long millis = member.oldestEvictableMillis();
-            if (millis != null && millis < oldestMillis) {
+            if (millis == null) {
+                continue;
+            }
+            boolean goesCold = member.evictionGoesCold();
+            // A block that goes cold loses nothing: preferred, whichever member has it, to a drop.
+            if (oldest == null || (goesCold && !oldestGoesCold)
+                    || (goesCold == oldestGoesCold && millis < oldestMillis)) {
                 oldestMillis = millis;
                 oldest = member;
+                oldestGoesCold = goesCold;
             }
         }
         if (oldest != null) {

@@ -10,8 +10,6 @@ public final class PreserverStats {
     public final LongAdder malformedRecords = new LongAdder();
     /** State-topic block writes that failed (each block is written again after its backoff). */
     public final LongAdder recordWriteFailures = new LongAdder();
-    /** Restores whose read could not be merged (the blocks stay held, the topic is read again). */
-    public final LongAdder restoreMergeFailures = new LongAdder();
     /** Records read by the last restore, tombstones and skipped ones included. */
     public volatile long restoredRecords;
     /** Duration of the last restore. */
@@ -26,6 +24,14 @@ public final class PreserverStats {
      * in 4.0.x), so conflicts cannot be counted apart; this is their upper bound.
      */
     public final LongAdder keptLookups = new LongAdder();
+    /** Lookups answered from a cold block's record (also counted in {@link #keptLookups}). */
+    public final LongAdder coldLookups = new LongAdder();
+    /** Cold records read from the state topic, answered from the last ones read, and reads that failed. */
+    public final LongAdder coldReads = new LongAdder();
+    public final LongAdder coldReadsCached = new LongAdder();
+    public final LongAdder coldReadFailures = new LongAdder();
+    /** Time to read a cold block's record. */
+    public final LatencyHistogram coldReadLatency = new LatencyHistogram();
     /** Time to make an outcome durable in the state topic. */
     public final LatencyHistogram stateWriteLatency = new LatencyHistogram();
     /** Background re-drives of transactions stuck finishing. */

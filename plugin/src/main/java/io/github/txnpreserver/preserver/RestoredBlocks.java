@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 
@@ -16,28 +17,13 @@ final class RestoredBlocks {
     private final Long2ObjectOpenHashMap<OutcomeBlock> blocks = new Long2ObjectOpenHashMap<>();
     private final OwnerIds owners = new OwnerIds();
 
-    /** A block's newest record (validated by {@link BlockRecordCodec#decode}): it replaces what an earlier one said. */
-    void put(OutcomeBlockRecord record) {
-        OutcomeBlock block = new OutcomeBlock(record.getBlockIndex());
-        int[] ids = new int[record.getOwnersCount() + 1];
-        for (int i = 0; i < record.getOwnersCount(); i++) {
-            ids[i + 1] = owners.idOf(record.getOwners(i));
-        }
-        int entry = 0;
-        long time = 0;
-        for (int word = 0; word < BlockRecordCodec.WORDS; word++) {
-            long kept = record.getKept(word);
-            while (kept != 0) {
-                int bit = Long.numberOfTrailingZeros(kept);
-                kept &= kept - 1;
-                int offset = (word << 6) + bit;
-                boolean committed = (record.getCommitted(word) & (1L << bit)) != 0;
-                int ref = record.getOwnerRefsCount() == 0 ? record.getUniformOwnerRef() : record.getOwnerRefs(entry);
-                time += record.getEndSecondDeltas(entry);
-                block.set(offset, committed, (int) time, ids[ref]);
-                entry++;
-            }
-        }
+    /**
+     * A block's newest record (validated by {@link BlockRecordCodec#decode}), written at
+     * {@code position}: it replaces what an earlier one said.
+     */
+    void put(OutcomeBlockRecord record, RecordPosition position) {
+        OutcomeBlock block = BlockRecordCodec.toBlock(record, owners);
+        block.landed = position;
         blocks.put(record.getBlockIndex(), block);
     }
 

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.statetopic.MalformedRecordException;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
@@ -14,8 +15,8 @@ import org.slf4j.LoggerFactory;
  * Reads a coordinator's state topic once when it opens: to the barrier its writer puts at
  * the end (see {@link StateTopic#readToEnd}), on a thread of its own, into a
  * {@link RestoredBlocks}; then hands it, whole, to the coordinator's thread for one merge.
- * A read that fails, or that the coordinator could not merge, is read again from the start,
- * with backoff, until one is merged or the coordinator closes.
+ * A read that fails is read again from the start, with backoff, until it succeeds or the
+ * coordinator closes.
  *
  * <p>Every record is validated ({@link BlockRecordCodec#decode}): a record this coordinator
  * could not have written (another coordinator's, a block past the sequences its log has
@@ -36,10 +37,7 @@ final class Restorer {
     /** What the coordinator does with a read that succeeded: one merge. */
     @FunctionalInterface
     interface ReadDone {
-        /**
-         * @return false if the read could not be merged: it is read again, as a failed read is
-         */
-        boolean read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long startNanos);
+        void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long startNanos);
     }
 
     private final long coordinatorId;
@@ -97,14 +95,9 @@ final class Restorer {
         }
         if (error == null) {
             phase = Phase.DONE;
-            if (done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
-                    startNanos)) {
-                // Counted once, for the read that is kept (a failed read is read again whole).
-                stats.malformedRecords.add(collector.malformed);
-                return;
-            }
-            phase = Phase.WAITING;
-            readAgain();
+            // Counted once, for the read that is kept (a failed read is read again whole).
+            stats.malformedRecords.add(collector.malformed);
+            done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes, startNanos);
             return;
         }
         phase = Phase.WAITING;
@@ -142,7 +135,7 @@ final class Restorer {
             this.maxBlock = maxBlock;
         }
 
-        void accept(String key, byte[] value) {
+        void accept(String key, byte[] value, RecordPosition position) {
             records++;
             try {
                 long index = BlockRecordCodec.blockIndexOf(key);
@@ -150,7 +143,7 @@ final class Restorer {
                     blocks.deleted(index);
                     return;
                 }
-                blocks.put(BlockRecordCodec.decode(key, value, coordinatorId, maxBlock));
+                blocks.put(BlockRecordCodec.decode(key, value, coordinatorId, maxBlock), position);
                 blockRecords++;
                 blockBytes += value.length;
             } catch (MalformedRecordException e) {

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.statetopic.CoordinatorMovedException;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.time.Scheduler;
@@ -146,7 +147,7 @@ final class StateTopicWriter {
             return;
         }
         flushInFlight = true;
-        List<CompletableFuture<Void>> sends = new ArrayList<>(writes.size());
+        List<CompletableFuture<RecordPosition>> sends = new ArrayList<>(writes.size());
         for (DurabilityQueue.Write write : writes) {
             sends.add(send(write));
         }
@@ -160,12 +161,13 @@ final class StateTopicWriter {
                 scheduler.execute(() -> flushed(writes, sends, now)));
     }
 
-    private CompletableFuture<Void> send(DurabilityQueue.Write write) {
+    /** Completes with where the record landed, or null for a tombstone. */
+    private CompletableFuture<RecordPosition> send(DurabilityQueue.Write write) {
         try {
             String key = BlockRecordCodec.key(write.blockIndex());
             OutcomeBlock record = index.recordOf(write.blockIndex());
             if (record == null) {
-                return stateTopic.delete(key);
+                return stateTopic.delete(key).thenApply(deleted -> null);
             }
             byte[] value = BlockRecordCodec.encode(coordinatorId, record, index::ownerName);
             pacing.recordSeen(value.length);
@@ -176,7 +178,8 @@ final class StateTopicWriter {
         }
     }
 
-    private void flushed(List<DurabilityQueue.Write> writes, List<CompletableFuture<Void>> sends, long startNanos) {
+    private void flushed(List<DurabilityQueue.Write> writes, List<CompletableFuture<RecordPosition>> sends,
+                         long startNanos) {
         flushInFlight = false;
         if (state == WriterState.CLOSED) {
             return;
@@ -186,9 +189,12 @@ final class StateTopicWriter {
         StateTopic.WriteFailure worst = null;
         Throwable cause = null;
         for (int i = 0; i < writes.size(); i++) {
-            CompletableFuture<Void> send = sends.get(i);
+            CompletableFuture<RecordPosition> send = sends.get(i);
             if (!send.isCompletedExceptionally()) {
-                queue.landed(writes.get(i));
+                RecordPosition position = send.join();
+                if (queue.landed(writes.get(i)) && position != null) {
+                    index.landed(writes.get(i).blockIndex(), position);
+                }
                 continue;
             }
             Throwable error = FutureUtil.unwrapCompletionException(send.handle((ok, e) -> e).join());
@@ -324,11 +330,28 @@ final class StateTopicWriter {
         if (state == WriterState.RELEASING || state == WriterState.CLOSED) {
             return;
         }
-        become(WriterState.RELEASING);
         stats.writerReplacements.increment();
         log.warn("Coordinator {}: the writer of state topic {} can write no more ({}); closing the coordinator"
                 + " here, to be opened again where it is owned", coordinatorId, stateTopic,
                 FutureUtil.unwrapCompletionException(cause).toString());
+        releaseAfter();
+    }
+
+    /**
+     * The coordinator's state here cannot go on (its restore could not be merged): it is
+     * closed here, as for a fenced writer, and the broker opens it again, from its log and
+     * its state topic, at its clients' next request.
+     */
+    void releaseForState(String why, Throwable cause) {
+        if (state == WriterState.RELEASING || state == WriterState.CLOSED) {
+            return;
+        }
+        log.error("Coordinator {}: {}; closing the coordinator here, to be opened again", coordinatorId, why, cause);
+        releaseAfter();
+    }
+
+    private void releaseAfter() {
+        become(WriterState.RELEASING);
         askToRelease();
     }
 
@@ -378,10 +401,16 @@ final class StateTopicWriter {
     /** The topic was created again and has lost its records: every kept block is written into it. */
     private void rewriteEveryBlock() {
         pacing.reset();
+        long coldLost = index.topicCreatedAgain();
         var blocks = index.blocksWithRecords();
         queue.rewrite(blocks);
-        log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it",
-                coordinatorId, stateTopic, blocks.size());
+        log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it", coordinatorId,
+                stateTopic, blocks.size());
+        if (coldLost > 0) {
+            log.error("Coordinator {}: state topic {} was created again: the {} outcomes it alone kept (out of memory,"
+                    + " in its cold tier) are lost; retries of those transactions get TransactionNotFound",
+                    coordinatorId, stateTopic, coldLost);
+        }
     }
 
     void close() {

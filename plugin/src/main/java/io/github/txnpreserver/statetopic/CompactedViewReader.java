@@ -22,6 +22,7 @@ final class CompactedViewReader {
 
     private static final int RECEIVER_QUEUE = 10_000;
     private static final int READ_TIMEOUT_SECONDS = 60;
+    private static final int POINT_READ_TIMEOUT_SECONDS = 10;
 
     private final PulsarClient client;
     private final String topic;
@@ -68,6 +69,28 @@ final class CompactedViewReader {
         }, readerThread);
     }
 
+    /**
+     * The value of {@code key}'s record at {@code position}, or null if the compacted view has
+     * another message there (a newer value of the key was written, the topic was created
+     * again): a reader opened at the position, one message read, closed. Bounded: a read that
+     * finds nothing within {@value #POINT_READ_TIMEOUT_SECONDS} s fails.
+     */
+    CompletableFuture<byte[]> readAt(String key, RecordPosition position) {
+        return client.newReader(Schema.BYTES)
+                .topic(topic)
+                .startMessageId(position.toMessageId())
+                .startMessageIdInclusive()
+                .readCompacted(true)
+                .receiverQueueSize(1)
+                .createAsync()
+                .thenCompose(reader -> reader.readNextAsync()
+                        .orTimeout(POINT_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS)
+                        .thenApply(message -> key.equals(message.getKey())
+                                && position.sameMessage(RecordPosition.of(message.getMessageId()))
+                                ? message.getData() : null)
+                        .whenComplete((value, error) -> reader.closeAsync()));
+    }
+
     private CompletableFuture<Reader<byte[]>> newReader() {
         return client.newReader(Schema.BYTES)
                 .topic(topic)
@@ -95,6 +118,7 @@ final class CompactedViewReader {
         if (PulsarStateTopic.BARRIER_KEY.equals(message.getKey())) {
             return;
         }
-        visitor.accept(message.hasKey() ? message.getKey() : null, message.getData());
+        visitor.accept(message.hasKey() ? message.getKey() : null, message.getData(),
+                RecordPosition.of(message.getMessageId()));
     }
 }

@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.admin.PulsarAdminException;
+import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.ProducerAccessMode;
 import org.apache.pulsar.client.api.PulsarClient;
@@ -87,6 +88,8 @@ public final class PulsarStateTopic implements StateTopic {
      * at any moment, and must not read as another writer's fence.
      */
     private CompletableFuture<Void> settled = CompletableFuture.completedFuture(null);
+    /** The latest fencing producer asked of the broker, until it is adopted or closed: a close waits for it. */
+    private volatile CompletableFuture<?> creating = CompletableFuture.completedFuture(null);
 
     private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
                              Supplier<CompletableFuture<Boolean>> stillOwned, boolean topicPoliciesOn) {
@@ -162,23 +165,22 @@ public final class PulsarStateTopic implements StateTopic {
     /**
      * Makes a new producer the writer if its attempt is still current: marks the topic as
      * this writer's and notes its fencing epoch (which the new producer just moved).
-     * Otherwise closes it; if only its attempt was given up on (the state topic is still
-     * open), the epoch it moved is noted as this writer's own, so that the next attempt does
-     * not take it for another writer's fence.
+     * Otherwise, or if that fails, closes it.
      */
     private CompletableFuture<Adopted> adopt(Producer<byte[]> replacement, long attempt) {
         return markTopic()
                 .thenCompose(marked -> admin.topics().getPropertiesAsync(topic))
                 .thenApply(properties -> {
-                    String epoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
                     if (closed || attempts.get() != attempt) {
-                        if (!closed) {
-                            ownEpoch = epoch;
-                        }
                         throw new CompletionException(givenUp(attempt));
                     }
-                    ownEpoch = epoch;
+                    ownEpoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
                     producer = replacement;
+                    if (closed) {
+                        // Closed meanwhile: its close may have read the producer before this one.
+                        producer = null;
+                        throw new CompletionException(givenUp(attempt));
+                    }
                     return new Adopted(replacement, properties);
                 })
                 .whenComplete((adopted, error) -> {
@@ -214,27 +216,31 @@ public final class PulsarStateTopic implements StateTopic {
     }
 
     @Override
-    public CompletableFuture<Void> write(String key, byte[] value) {
-        return send(key, value);
+    public CompletableFuture<RecordPosition> write(String key, byte[] value) {
+        return send(key, value).thenApply(RecordPosition::of);
     }
 
     @Override
     public CompletableFuture<Void> delete(String key) {
-        return send(key, null);
+        return send(key, null).thenApply(id -> null);
+    }
+
+    @Override
+    public CompletableFuture<byte[]> readAt(String key, RecordPosition position) {
+        return reads.readAt(key, position);
     }
 
     /**
      * A send that has not completed well after the send timeout (its producer failed to
      * close, say) fails as wedged, so that a flush never waits for ever.
      */
-    private CompletableFuture<Void> send(String key, byte[] valueOrNull) {
+    private CompletableFuture<MessageId> send(String key, byte[] valueOrNull) {
         Producer<byte[]> writer = producer;
         if (writer == null) {
             return CompletableFuture.failedFuture(new PulsarClientException.TopicTerminatedException(
                     "state topic " + topic + " is terminated"));
         }
         return writer.newMessage().key(key).value(valueOrNull).sendAsync()
-                .<Void>thenApply(id -> null)
                 .orTimeout(sendTimeout.toMillis() + WEDGED_MARGIN_MILLIS, TimeUnit.MILLISECONDS);
     }
 
@@ -357,11 +363,25 @@ public final class PulsarStateTopic implements StateTopic {
                 });
     }
 
-    /** Creates this attempt's fencing producer, if it still may, and adopts it (or closes it). */
+    /**
+     * Creates this attempt's fencing producer, if it still may, and adopts it (or closes it).
+     * If no producer of it is adopted once it asked the broker for one, the epoch is
+     * unknown: the broker may have moved it (it does so before it answers, and also for a
+     * creation the client gave up on), so the next attempt does not compare epochs and
+     * relies on ownership, asked twice, alone.
+     */
     private CompletableFuture<Adopted> fence(long attempt) {
-        return mayFence(attempt)
-                .thenCompose(mayStill -> newProducer())
-                .thenCompose(created -> adopt(created, attempt));
+        CompletableFuture<Adopted> fenced = mayFence(attempt).thenCompose(mayStill -> {
+            CompletableFuture<Adopted> created = newProducer().thenCompose(producer -> adopt(producer, attempt))
+                    .whenComplete((adopted, error) -> {
+                        if (error != null) {
+                            ownEpoch = null;
+                        }
+                    });
+            creating = created;
+            return created;
+        });
+        return fenced;
     }
 
     /** The topic's properties, or null if the topic does not exist. */
@@ -382,7 +402,8 @@ public final class PulsarStateTopic implements StateTopic {
     private CompletableFuture<Boolean> recreateTerminated(long attempt) {
         log.warn("Coordinator {}: state topic {} was terminated and can never be written again; deleting it and"
                 + " writing every kept outcome into a new one", coordinatorId, topic);
-        return admin.topics().deleteAsync(topic, true)
+        return mayFence(attempt)
+                .thenCompose(mayStill -> admin.topics().deleteAsync(topic, true))
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
                 .thenCompose(created -> fence(attempt))
                 .thenApply(adopted -> true);
@@ -435,13 +456,23 @@ public final class PulsarStateTopic implements StateTopic {
                         ? reads.readAll(visitor, readerThread) : CompletableFuture.failedFuture(error));
     }
 
+    /**
+     * Closes the writer. A replacement in flight creates no fencing producer from now on;
+     * one whose producer the broker is creating is waited for (at most the send timeout),
+     * so that the producer is closed before the coordinator is: the broker unloads a
+     * coordinator, and lets its next owner open it, only once its store has closed.
+     */
     @Override
     public CompletableFuture<Void> closeAsync() {
         closed = true;
-        // An attempt in flight creates no fencing producer from now on.
         attempts.incrementAndGet();
-        Producer<byte[]> writer = producer;
-        return writer == null ? CompletableFuture.completedFuture(null) : writer.closeAsync();
+        return creating.handle((created, error) -> null)
+                .orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                .handle((created, error) -> null)
+                .thenCompose(created -> {
+                    Producer<byte[]> writer = producer;
+                    return writer == null ? CompletableFuture.completedFuture(null) : writer.closeAsync();
+                });
     }
 
     @Override

@@ -12,8 +12,8 @@ import java.util.concurrent.Executor;
  */
 public interface StateTopic {
 
-    /** Writes {@code value} under {@code key}; completes once the write is durable. */
-    CompletableFuture<Void> write(String key, byte[] value);
+    /** Writes {@code value} under {@code key}; completes once the write is durable, with where it is. */
+    CompletableFuture<RecordPosition> write(String key, byte[] value);
 
     /** Writes a tombstone for {@code key}, so that compaction drops it. */
     CompletableFuture<Void> delete(String key);
@@ -23,9 +23,22 @@ public interface StateTopic {
     }
 
     /**
+     * Reads the record of {@code key} written at {@code position} (a position {@link #write}
+     * or {@link #readToEnd} gave), from the compacted view: it is there as long as no newer
+     * value of the key was written and the topic was not deleted.
+     *
+     * @return the record's value, or null if the topic holds no record of {@code key} there
+     *     (another value of the key was written since, or the topic was created again); fails
+     *     if the topic could not be read now
+     */
+    default CompletableFuture<byte[]> readAt(String key, RecordPosition position) {
+        return CompletableFuture.failedFuture(new UnsupportedOperationException("readAt " + this));
+    }
+
+    /**
      * Reads the topic's compacted view from the start up to a fixed end (its state when the
-     * call began) and hands each entry to {@code visitor} in log order; a tombstone is
-     * handed over with a null value.
+     * call began) and hands each entry to {@code visitor} in log order, with its position; a
+     * tombstone is handed over with a null value.
      *
      * @param reader the thread to read and visit on; reading may block it, so it must be a
      *     thread of the caller's own, not a shared one
@@ -95,6 +108,6 @@ public interface StateTopic {
     /** Receives the entries of {@link #readToEnd}. */
     @FunctionalInterface
     interface Visitor {
-        void accept(String key, byte[] valueOrNull);
+        void accept(String key, byte[] valueOrNull, RecordPosition position);
     }
 }

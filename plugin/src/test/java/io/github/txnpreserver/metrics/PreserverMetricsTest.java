@@ -6,6 +6,7 @@ import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.testing.Ends;
 import io.github.txnpreserver.testing.ManualScheduler;
@@ -230,7 +231,7 @@ class PreserverMetricsTest {
     private static final class DurableAtOnceTopic implements StateTopic {
 
         @Override
-        public CompletableFuture<Void> write(String key, byte[] value) {
+        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
             return CompletableFuture.completedFuture(null);
         }
 

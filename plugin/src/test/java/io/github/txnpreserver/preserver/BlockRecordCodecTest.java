@@ -54,7 +54,7 @@ class BlockRecordCodecTest {
         assertThat(record.getCoordinatorId()).isEqualTo(TC);
         assertThat(record.getBlockIndex()).isEqualTo(block.index);
         RestoredBlocks restored = new RestoredBlocks();
-        restored.put(record);
+        restored.put(record, null);
         OutcomeBlock read = restored.blocks().get(block.index);
         assertThat(read.count()).isEqualTo(block.count());
         for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
@@ -201,7 +201,7 @@ class BlockRecordCodecTest {
                     .setCommitted(0, (1L << 5) | (1L << 6)).build();
 
             RestoredBlocks restored = new RestoredBlocks();
-            restored.put(decode("c9", record.toByteArray()));
+            restored.put(decode("c9", record.toByteArray()), null);
 
             OutcomeBlock read = restored.blocks().get(9);
             assertThat(read.has(6)).isFalse();
@@ -213,11 +213,11 @@ class BlockRecordCodecTest {
         @Test
         void aLaterRecordOfABlockReplacesTheEarlierAndATombstoneDeletesIt() throws Exception {
             RestoredBlocks restored = new RestoredBlocks();
-            restored.put(decode("c9", valid()));
+            restored.put(decode("c9", valid()), null);
             OutcomeBlock later = new OutcomeBlock(9);
             later.set(7, true, 5, BOB);
 
-            restored.put(decode("c9", BlockRecordCodec.encode(TC, later, NAMES)));
+            restored.put(decode("c9", BlockRecordCodec.encode(TC, later, NAMES)), null);
 
             assertThat(restored.blocks().get(9).count()).isEqualTo(1);
             assertThat(restored.blocks().get(9).has(7)).isTrue();

@@ -3,6 +3,7 @@ package io.github.txnpreserver.preserver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.testing.CallLog;
 import io.github.txnpreserver.testing.InMemoryStateTopic;
@@ -50,13 +51,13 @@ class HeadOfLineTest {
     private final class RefusingBlockZero implements StateTopic {
 
         @Override
-        public CompletableFuture<Void> write(String key, byte[] value) {
+        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
             if (key.equals("c0")) {
                 blockZeroRefused.add(scheduler.nanoTime());
                 return CompletableFuture.failedFuture(new IllegalStateException("injected: c0 refused"));
             }
-            return topic.write(key, value).thenRun(() -> {
-                if (key.equals("c1")) {
+            return topic.write(key, value).whenComplete((position, error) -> {
+                if (error == null && key.equals("c1")) {
                     blockOneLanded.add(scheduler.nanoTime());
                 }
             });

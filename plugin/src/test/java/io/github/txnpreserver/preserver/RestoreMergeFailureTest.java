@@ -25,8 +25,9 @@ import org.mockito.MockedConstruction;
  * anyway, and a lookup of an outcome the merge had not taken in was answered "not found"
  * (a retried commit got {@code TransactionNotFound}), against the design's rule that an
  * outcome the coordinator could not keep is answered "coordinator not found". Now the held
- * blocks stay held, lookups wait, the topic is read and merged again, and a merge that keeps
- * failing leaves lookups answered "coordinator not found" (retryable).
+ * blocks stay held (nothing is written over their records, no lookup is answered from
+ * them), and the coordinator is released here, to be opened again with a new index: a
+ * merge that threw may have left this one in part merged.
  *
  * <p>The merge is made to throw by Mockito's construction mock of {@link RestoreMerge}, which
  * acts on the test's thread only: the scheduler here is never pumped, so every task runs on
@@ -43,20 +44,28 @@ class RestoreMergeFailureTest {
 
     private final ManualScheduler scheduler = new ManualScheduler(NOW);
     private final InMemoryStateTopic topic = new InMemoryStateTopic(new CallLog());
-    private TransactionMetadataPreserver preserver;
+    private int releases;
 
     @BeforeEach
     void anEarlierIncarnationKeptACommit() {
         OutcomeIndex earlier = new OutcomeIndex(2, 100, TTL.toMillis(), changed -> { });
         earlier.decide(1, true, "alice", NOW);
         topic.appendRaw("c0", BlockRecordCodec.encode(TC, earlier.recordOf(0), earlier::ownerName));
-        preserver = new TransactionMetadataPreserver(TC, CONFIG, topic, scheduler,
-                new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), Duration.ofMillis(50));
     }
 
     @AfterEach
     void close() {
         scheduler.shutdown();
+    }
+
+    private TransactionMetadataPreserver newPreserver() {
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, CONFIG, topic, scheduler,
+                new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), Duration.ofMillis(50));
+        preserver.releaseCoordinatorWith(() -> {
+            releases++;
+            return CompletableFuture.completedFuture(null);
+        });
+        return preserver;
     }
 
     private static MockedConstruction<RestoreMerge> mergesThrow() {
@@ -65,58 +74,44 @@ class RestoreMergeFailureTest {
     }
 
     @Test
-    void keepsItsBlocksHeldAndALookupWaitsForTheNextMergeInsteadOfBeingAnsweredNotFound() {
-        CompletableFuture<Void> restored;
-        CompletableFuture<KeptOutcome> lookup;
+    void keepsItsBlocksHeldAnswersNoLookupNotFoundAndReleasesTheCoordinator() {
+        TransactionMetadataPreserver preserver = newPreserver();
         try (MockedConstruction<RestoreMerge> merges = mergesThrow()) {
-            restored = preserver.startRestore(() -> 300);
+            CompletableFuture<Void> restored = preserver.startRestore(() -> 300);
             scheduler.runReady();
             assertThat(merges.constructed()).as("the read was merged once, and that threw").hasSize(1);
+            assertThat(releases).as("the coordinator is released here").isEqualTo(1);
 
-            lookup = preserver.lookUp(new TxnID(TC, 1));
+            CompletableFuture<KeptOutcome> lookup = preserver.lookUp(new TxnID(TC, 1));
+            CompletableFuture<KeptOutcome> unknown = preserver.lookUp(new TxnID(TC, 9));
             scheduler.advance(Scheduler.DEFER_BOUND);
-            assertThat(lookup).as("not answered \"not found\": it waits for a merge").isNotDone();
+            assertThat(lookup).as("not answered \"not found\"").isNotDone();
+            assertThat(unknown).isNotDone();
             assertThat(restored).isNotDone();
-            assertThat(preserver.stats().restoreMergeFailures.sum()).isEqualTo(1);
 
             // An end in the held block meanwhile: its block is not written over the record it did not merge.
             preserver.decide(new TxnID(TC, 2), Outcome.ABORTED, "bob");
             preserver.ended(new TxnID(TC, 2));
             scheduler.advance(Duration.ofMillis(60));
-            assertThat(topic.newestOutcomeOf(new TxnID(TC, 1))).as("the record still holds the earlier outcome")
-                    .isEqualTo(Outcome.COMMITTED);
-        }
-
-        scheduler.advance(Duration.ofMillis(100));
-
-        assertThat(restored).as("read and merged again after the first backoff").isCompleted();
-        assertThat(lookup.join()).isEqualTo(new KeptOutcome(new TxnID(TC, 1), Outcome.COMMITTED, "alice", NOW));
-        CompletableFuture<KeptOutcome> ended = preserver.lookUp(new TxnID(TC, 2));
-        scheduler.advance(Scheduler.DEFER_BOUND);
-        assertThat(ended.join().outcome()).isEqualTo(Outcome.ABORTED);
-        scheduler.advance(Duration.ofMillis(60));
-        assertThat(topic.newestOutcomeOf(new TxnID(TC, 1))).as("the block written since holds both")
-                .isEqualTo(Outcome.COMMITTED);
-        assertThat(topic.newestOutcomeOf(new TxnID(TC, 2))).isEqualTo(Outcome.ABORTED);
-    }
-
-    @Test
-    void thatKeepsFailingLeavesLookupsAnsweredCoordinatorNotFoundNeverNotFound() {
-        try (MockedConstruction<RestoreMerge> merges = mergesThrow()) {
-            preserver.startRestore(() -> 300);
-            scheduler.runReady();
-            CompletableFuture<KeptOutcome> lookup = preserver.lookUp(new TxnID(TC, 1));
-            CompletableFuture<KeptOutcome> unknown = preserver.lookUp(new TxnID(TC, 9));
+            assertThat(topic.entries()).as("nothing written").hasSize(1);
 
             scheduler.advance(TransactionMetadataPreserver.RESTORE_WAIT);
-
-            assertThat(merges.constructed().size()).as("read and merged again, with backoff").isGreaterThan(3);
+            assertThat(merges.constructed()).as("not merged again here").hasSize(1);
             assertThat(lookup).failsWithin(Duration.ZERO).withThrowableThat()
                     .withCauseInstanceOf(PreserverUnavailableException.class);
-            assertThat(unknown).as("nor is a transaction it does not know answered before a merge")
-                    .failsWithin(Duration.ZERO).withThrowableThat()
+            assertThat(unknown).failsWithin(Duration.ZERO).withThrowableThat()
                     .withCauseInstanceOf(PreserverUnavailableException.class);
+            preserver.closeAsync();
+            scheduler.runReady();
+            assertThat(restored).isCompletedExceptionally();
         }
-    }
 
+        TransactionMetadataPreserver again = newPreserver();
+        again.startRestore(() -> 300);
+        scheduler.runReady();
+        CompletableFuture<KeptOutcome> lookup = again.lookUp(new TxnID(TC, 1));
+        scheduler.advance(Scheduler.DEFER_BOUND);
+        assertThat(lookup.join()).as("opened again, it restores the record")
+                .isEqualTo(new KeptOutcome(new TxnID(TC, 1), Outcome.COMMITTED, "alice", NOW));
+    }
 }

@@ -8,6 +8,7 @@ import static io.github.txnpreserver.preserver.WriterState.WRITING;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.testing.ManualScheduler;
@@ -104,7 +105,7 @@ class StateTopicWriterTest {
         WriteFailure failWritesAs;
 
         @Override
-        public CompletableFuture<Void> write(String key, byte[] value) {
+        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
             writes.add("write " + key);
             return failWritesAs == null ? CompletableFuture.completedFuture(null)
                     : CompletableFuture.failedFuture(new Fault(failWritesAs));

@@ -186,9 +186,10 @@ class PulsarStateTopicTest {
      * Review of 3e78710, finding 1(b): an attempt given up on while its producer was being
      * created; the broker created it (the epoch moved) before the next attempt compared
      * epochs. Before the fix the next attempt read the moved epoch as another writer's fence
-     * and the coordinator was released here. Now the next attempt compares only once the
-     * late producer has been created and closed, and that producer's epoch counts as this
-     * writer's own: the next attempt replaces the writer.
+     * and the coordinator was released here. Now the next attempt starts only once the late
+     * producer has been created and closed, and, the epoch being unknown after an attempt
+     * that asked for a producer and adopted none, relies on ownership alone: it replaces the
+     * writer.
      */
     @Test
     void theEpochMovedByAnAttemptGivenUpOnIsNotTakenForAnotherWritersFence() {
@@ -242,4 +243,51 @@ class PulsarStateTopicTest {
         assertThat(reopen).isCompletedExceptionally();
     }
 
+
+    /**
+     * Review of the fix, its first must-fix: the broker created the producer (the epoch
+     * moved), then marking the topic failed (an admin call refused while bundles move), and
+     * the producer was closed unadopted. The next attempt must not take the moved epoch for
+     * another writer's fence.
+     */
+    @Test
+    void anEpochMovedByAnAttemptWhoseAdoptionFailedIsNotTakenForAnotherWritersFence() {
+        when(topics.updatePropertiesAsync(anyString(), anyMap())).thenReturn(CompletableFuture.failedFuture(
+                new PulsarAdminException.ServerSideErrorException(null, "service unavailable", "", 503)));
+        CompletableFuture<Boolean> first = stateTopic.reopen(false);
+        closesAnswerAtOnce();
+        brokerCreates(1);
+        assertThat(first).isCompletedExceptionally();
+        verify(producers.get(1)).closeAsync();
+
+        when(topics.updatePropertiesAsync(anyString(), anyMap())).thenAnswer(invocation -> {
+            properties.putAll(invocation.getArgument(1));
+            return CompletableFuture.completedFuture(null);
+        });
+        CompletableFuture<Boolean> second = stateTopic.reopen(false);
+        brokerCreates(2);
+
+        assertThat(second).isCompletedWithValue(false);
+    }
+
+    /**
+     * Review of the fix, its second must-fix: the coordinator closes while the broker is
+     * creating its replacement producer. The close waits for it and closes it, so that the
+     * broker, which lets the coordinator's next owner open it only once its store closed,
+     * never sees this producer fence the next owner's.
+     */
+    @Test
+    void aCloseWhileTheBrokerCreatesAReplacementWaitsForItAndClosesIt() {
+        stateTopic.reopen(false);
+        closesAnswerAtOnce();
+        assertThat(creations).as("being created").hasSize(2);
+
+        CompletableFuture<Void> closed = stateTopic.closeAsync();
+        assertThat(closed).as("waits for the producer being created").isNotDone();
+
+        brokerCreates(1);
+        verify(producers.get(1)).closeAsync();
+        producerCloses.get(1).complete(null);
+        assertThat(closed).isDone();
+    }
 }

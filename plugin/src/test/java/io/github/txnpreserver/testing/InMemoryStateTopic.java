@@ -3,6 +3,7 @@ package io.github.txnpreserver.testing;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.statetopic.CoordinatorMovedException;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
@@ -41,6 +42,12 @@ public final class InMemoryStateTopic implements StateTopic {
     private final AtomicInteger failingDeletes = new AtomicInteger();
     private final List<Runnable> heldWrites = new ArrayList<>();
     private CompletableFuture<Void> readGate = CompletableFuture.completedFuture(null);
+    private CompletableFuture<Void> coldReadGate = CompletableFuture.completedFuture(null);
+    private final AtomicInteger failingColdReads = new AtomicInteger();
+    private final AtomicInteger coldReads = new AtomicInteger();
+    /** The ledger of the topic's current incarnation: a topic created again starts a new one. */
+    private long ledger = 1;
+    private long nextEntry;
     private boolean holdWrites;
     private boolean closed;
     private WriteFailure writerFault = WriteFailure.TRANSIENT;
@@ -59,7 +66,33 @@ public final class InMemoryStateTopic implements StateTopic {
         this.callLog = callLog;
     }
 
-    public record Entry(String key, byte[] value) {
+    /** An entry of the log, where the real topic's message id would be its position. */
+    public record Entry(String key, byte[] value, RecordPosition position) {
+    }
+
+    /** Point reads ({@link #readAt}) from now on wait until {@link #releaseColdReads()}. */
+    public synchronized void holdColdReads() {
+        if (coldReadGate.isDone()) {
+            coldReadGate = new CompletableFuture<>();
+        }
+    }
+
+    public void releaseColdReads() {
+        CompletableFuture<Void> gate;
+        synchronized (this) {
+            gate = coldReadGate;
+        }
+        gate.complete(null);
+    }
+
+    /** The next {@code count} point reads fail. */
+    public void failNextColdReads(int count) {
+        failingColdReads.set(count);
+    }
+
+    /** Point reads asked so far. */
+    public int coldReadCount() {
+        return coldReads.get();
     }
 
     /** The next {@code count} value writes fail. */
@@ -112,6 +145,7 @@ public final class InMemoryStateTopic implements StateTopic {
         writerFault = WriteFailure.LOST;
         topicGone = true;
         log.clear();
+        ledger++;
     }
 
     /**
@@ -120,6 +154,7 @@ public final class InMemoryStateTopic implements StateTopic {
      */
     public synchronized void deleteTopicAndComeBackEmpty() {
         log.clear();
+        ledger++;
         createdAgainUnseen = true;
     }
 
@@ -209,7 +244,11 @@ public final class InMemoryStateTopic implements StateTopic {
 
     /** Appends an entry as if another writer (or an earlier version) had put it there. */
     public synchronized void appendRaw(String key, byte[] value) {
-        log.add(new Entry(key, value));
+        log.add(newEntry(key, value));
+    }
+
+    private Entry newEntry(String key, byte[] value) {
+        return new Entry(key, value, new RecordPosition(ledger, nextEntry++, -1, 0));
     }
 
     /** Keeps only the newest entry per key and drops keys whose newest entry is a tombstone. */
@@ -283,14 +322,45 @@ public final class InMemoryStateTopic implements StateTopic {
     }
 
     @Override
-    public CompletableFuture<Void> write(String key, byte[] value) {
+    public CompletableFuture<RecordPosition> write(String key, byte[] value) {
         Objects.requireNonNull(value, "a write has a value; a tombstone is delete()");
         return append(key, value, "state-write ", failingWrites);
     }
 
     @Override
     public CompletableFuture<Void> delete(String key) {
-        return append(key, null, "state-delete ", failingDeletes);
+        return append(key, null, "state-delete ", failingDeletes).thenApply(position -> null);
+    }
+
+    /**
+     * As the real topic's reader at a message id on the compacted view: the first entry at or
+     * after the position; its value if it is the key's entry at that very position, else null
+     * (compaction dropped it, or the topic was created again); waits for a next entry if
+     * none is there yet, as a reader would, so a bounded caller times out.
+     */
+    @Override
+    public CompletableFuture<byte[]> readAt(String key, RecordPosition position) {
+        coldReads.incrementAndGet();
+        CompletableFuture<Void> gate;
+        synchronized (this) {
+            gate = coldReadGate;
+        }
+        return gate.thenCompose(open -> {
+            if (failingColdReads.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                return CompletableFuture.failedFuture(new IllegalStateException("injected: state topic unreachable"));
+            }
+            synchronized (this) {
+                for (Entry entry : log) {
+                    RecordPosition at = entry.position();
+                    if (at.ledgerId() > position.ledgerId()
+                            || (at.ledgerId() == position.ledgerId() && at.entryId() >= position.entryId())) {
+                        return CompletableFuture.completedFuture(at.equals(position) && key.equals(entry.key())
+                                ? entry.value() : null);
+                    }
+                }
+            }
+            return new CompletableFuture<>();
+        });
     }
 
     @Override
@@ -309,7 +379,7 @@ public final class InMemoryStateTopic implements StateTopic {
             synchronized (this) {
                 entries = List.copyOf(log);
             }
-            entries.forEach(entry -> visitor.accept(entry.key(), entry.value()));
+            entries.forEach(entry -> visitor.accept(entry.key(), entry.value(), entry.position()));
         }, reader);
     }
 
@@ -444,8 +514,8 @@ public final class InMemoryStateTopic implements StateTopic {
         return subjects;
     }
 
-    private CompletableFuture<Void> append(String key, byte[] value, String call, AtomicInteger failures) {
-        CompletableFuture<Void> durable = new CompletableFuture<>();
+    private CompletableFuture<RecordPosition> append(String key, byte[] value, String call, AtomicInteger failures) {
+        CompletableFuture<RecordPosition> durable = new CompletableFuture<>();
         Runnable write = () -> {
             List<String> subjects = subjectsOf(key, value);
             WriteFailure fault;
@@ -462,12 +532,14 @@ public final class InMemoryStateTopic implements StateTopic {
                 durable.completeExceptionally(new IllegalStateException("injected state-topic write failure"));
                 return;
             }
+            Entry landed;
             synchronized (this) {
                 // One step for whoever watches the topic and whoever watches the call log.
-                log.add(new Entry(key, value));
+                landed = newEntry(key, value);
+                log.add(landed);
                 subjects.forEach(subject -> callLog.record(call + subject));
             }
-            durable.complete(null);
+            durable.complete(landed.position());
         };
         synchronized (this) {
             requests.add((value == null ? "delete " : "write ") + key);
