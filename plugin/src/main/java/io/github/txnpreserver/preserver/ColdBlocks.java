@@ -89,6 +89,11 @@ final class ColdBlocks {
         return new RecordPosition(page.ledger[slot], page.entry[slot], page.batchIndex[slot], page.batchSize[slot]);
     }
 
+    /** The block's oldest end time (stored seconds); the block must be cold. */
+    int minTime(long index) {
+        return page(index).minTime[(int) (index & PAGE_MASK)];
+    }
+
     /** The block's newest end time (stored seconds); the block must be cold. */
     int maxTime(long index) {
         return page(index).maxTime[(int) (index & PAGE_MASK)];

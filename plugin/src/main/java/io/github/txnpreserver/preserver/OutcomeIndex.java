@@ -232,6 +232,17 @@ final class OutcomeIndex {
         }
     }
 
+    /**
+     * A block in memory whose record, read at the restore and kept cold, holds outcomes
+     * memory lacks: held until its cold part is read and merged ({@link #coldPartRead}).
+     */
+    void awaitColdPart(long blockIndex) {
+        RecordPosition position = cold.positionOf(blockIndex);
+        if (position != null && blocks.containsKey(blockIndex) && awaitingCold.add(blockIndex)) {
+            coldReader.read(blockIndex, position);
+        }
+    }
+
     boolean isAwaitingCold(long blockIndex) {
         return awaitingCold.contains(blockIndex);
     }

@@ -57,7 +57,33 @@ final class RestoreMerge {
                 mergeInto(live, staged, remap, restored.owners());
             }
         }
-        rebuildFloor();
+        keepCold(restored.cold(), through);
+        rebuildFloor(restored, remap, through);
+    }
+
+    /**
+     * The blocks the read kept cold join the index's cold tier; one this coordinator has in
+     * memory meanwhile (newer, and written whole) first gets its cold part read and merged;
+     * one whose every outcome expired is deleted.
+     */
+    private void keepCold(ColdBlocks readCold, int through) {
+        for (long blockIndex : readCold.indexes()) {
+            boolean live = index.blocks.containsKey(blockIndex);
+            if (!live && index.floorOnlyBlocks.contains(blockIndex)) {
+                continue;
+            }
+            if (readCold.maxTime(blockIndex) <= through) {
+                if (!live) {
+                    index.changes.changed(blockIndex);
+                }
+                continue;
+            }
+            index.cold.put(blockIndex, readCold.positionOf(blockIndex), readCold.outcomes(blockIndex),
+                    readCold.minTime(blockIndex), readCold.maxTime(blockIndex));
+            if (live) {
+                index.awaitColdPart(blockIndex);
+            }
+        }
     }
 
     /** The live id of a restored owner id, created on first use (only for outcomes that are adopted). */
@@ -92,10 +118,17 @@ final class RestoreMerge {
         index.blockBytes += staged.bytes();
     }
 
-    /** Each client's newest decided outcomes, from every block, newest index.blocks first. */
-    private void rebuildFloor() {
+    /** Each client's newest decided outcomes, from every block (those the read kept cold included), newest first. */
+    private void rebuildFloor(RestoredBlocks restored, int[] remap, int through) {
         Int2ObjectOpenHashMap<NewestPerClient> newestByOwner = new Int2ObjectOpenHashMap<>();
         Int2ObjectFunction<NewestPerClient> newClient = ignored -> new NewestPerClient(index.perClient);
+        restored.coldFloor().forEach((restoredOwner, newest) -> newest.inOrder((time, sequence, committed) -> {
+            if (time > through && index.cold.contains(OutcomeBlock.indexOf(sequence))
+                    && !index.blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
+                newestByOwner.computeIfAbsent(remap(remap, restoredOwner, restored.owners()), newClient)
+                        .offer(time, sequence, committed);
+            }
+        }));
         // The old entries' owner references are released only once the new index.floor holds its
         // own: an owner whose only outcomes are index.floor entries would otherwise reach zero
         // references in between, and its id be freed (its name lost) or handed to another owner.

@@ -2,7 +2,9 @@ package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
+import it.unimi.dsi.fastutil.ints.Int2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.util.Arrays;
 
 /**
  * What one read of the state topic found, in log order, before it joins the live coordinator
@@ -10,26 +12,88 @@ import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
  * validation is skipped and leaves the block's earlier value in place: outcomes never
  * change, so an earlier value is never wrong, only older.
  *
+ * <p>Memory holds what the read may keep decoded ({@code hotBytes}: what the broker's bound
+ * leaves free when the restore starts); past that, the blocks with the oldest end times are
+ * kept cold, as where their record is ({@link ColdBlocks}), and only their outcomes that may
+ * enter a client's floor (its newest, by end time) are noted. So a coordinator whose topic
+ * keeps hundreds of millions of outcomes restores in bounded memory.
+ *
  * <p>Confined to the restore's reading thread until it is handed to the coordinator's.
  */
 final class RestoredBlocks {
 
+    private final long hotBytes;
+    private final int perClient;
     private final Long2ObjectOpenHashMap<OutcomeBlock> blocks = new Long2ObjectOpenHashMap<>();
     private final OwnerIds owners = new OwnerIds();
+    private final ColdBlocks cold = new ColdBlocks();
+    /** Per owner id of {@link #owners}: the newest outcomes of the blocks kept cold. */
+    private final Int2ObjectOpenHashMap<NewestPerClient> coldFloor = new Int2ObjectOpenHashMap<>();
+    private long decodedBytes;
+
+    /** Everything decoded (tests, and reads that fit). */
+    RestoredBlocks() {
+        this(Long.MAX_VALUE, 1);
+    }
+
+    /**
+     * @param hotBytes heap the decoded blocks may take; past it the oldest are kept cold
+     * @param perClient the floor's outcomes per client, noted for the blocks kept cold
+     */
+    RestoredBlocks(long hotBytes, int perClient) {
+        this.hotBytes = hotBytes;
+        this.perClient = perClient;
+    }
 
     /**
      * A block's newest record (validated by {@link BlockRecordCodec#decode}), written at
      * {@code position}: it replaces what an earlier one said.
      */
     void put(OutcomeBlockRecord record, RecordPosition position) {
+        long index = record.getBlockIndex();
+        cold.remove(index);
         OutcomeBlock block = BlockRecordCodec.toBlock(record, owners);
         block.landed = position;
-        blocks.put(record.getBlockIndex(), block);
+        OutcomeBlock replaced = blocks.put(index, block);
+        decodedBytes += block.bytes() - (replaced == null ? 0 : replaced.bytes());
+        if (decodedBytes > hotBytes) {
+            keepOldestCold();
+        }
     }
 
     /** A block's key was deleted (a tombstone). */
     void deleted(long blockIndex) {
-        blocks.remove(blockIndex);
+        OutcomeBlock removed = blocks.remove(blockIndex);
+        if (removed != null) {
+            decodedBytes -= removed.bytes();
+        }
+        cold.remove(blockIndex);
+    }
+
+    /**
+     * Over the bound: the decoded blocks with the oldest end times are kept cold until a
+     * quarter of the bound is free (so that this runs once per many records).
+     */
+    private void keepOldestCold() {
+        OutcomeBlock[] byAge = blocks.values().toArray(new OutcomeBlock[0]);
+        Arrays.sort(byAge, (a, b) -> a.maxTime() != b.maxTime() ? Integer.compare(a.maxTime(), b.maxTime())
+                : Long.compare(a.index, b.index));
+        for (OutcomeBlock block : byAge) {
+            if (decodedBytes <= hotBytes - hotBytes / 4) {
+                return;
+            }
+            blocks.remove(block.index);
+            decodedBytes -= block.bytes();
+            if (block.count() == 0 || block.landed == null) {
+                continue;
+            }
+            cold.put(block.index, block.landed, block.count(), block.minTime(), block.maxTime());
+            long first = block.firstSequence();
+            for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
+                coldFloor.computeIfAbsent(block.owner(offset), owner -> new NewestPerClient(perClient))
+                        .offer(block.time(offset), first + offset, block.committed(offset));
+            }
+        }
     }
 
     Long2ObjectOpenHashMap<OutcomeBlock> blocks() {
@@ -38,5 +102,15 @@ final class RestoredBlocks {
 
     OwnerIds owners() {
         return owners;
+    }
+
+    /** The blocks read but kept cold. */
+    ColdBlocks cold() {
+        return cold;
+    }
+
+    /** Per owner id: the newest outcomes of the blocks kept cold, for the floor. */
+    Int2ObjectOpenHashMap<NewestPerClient> coldFloor() {
+        return coldFloor;
     }
 }

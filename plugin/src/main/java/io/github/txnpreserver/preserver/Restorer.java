@@ -45,6 +45,8 @@ final class Restorer {
     private final Scheduler scheduler;
     private final PreserverStats stats;
     private final LongSupplier highestSequence;
+    private final LongSupplier hotBytes;
+    private final int perClient;
     private final StateTopicWriter writer;
     private final ReadDone done;
     private Phase phase = Phase.WAITING;
@@ -54,8 +56,15 @@ final class Restorer {
      * @param highestSequence the highest sequence id the coordinator's log has allocated: a
      *     block past it cannot be this coordinator's
      */
+    /**
+     * @param hotBytes heap a read may keep decoded, asked at each read: past it the oldest
+     *     blocks read are kept cold
+     */
     Restorer(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, PreserverStats stats,
-             LongSupplier highestSequence, StateTopicWriter writer, ReadDone done) {
+             LongSupplier highestSequence, LongSupplier hotBytes, int perClient, StateTopicWriter writer,
+             ReadDone done) {
+        this.hotBytes = hotBytes;
+        this.perClient = perClient;
         this.coordinatorId = coordinatorId;
         this.stateTopic = stateTopic;
         this.scheduler = scheduler;
@@ -74,7 +83,7 @@ final class Restorer {
         long startNanos = scheduler.nanoTime();
         // Read at each attempt: this coordinator may have allocated more since the last one.
         long maxBlock = BlockRecordCodec.blockOf(Math.max(0, highestSequence.getAsLong()));
-        Collector collector = new Collector(maxBlock);
+        Collector collector = new Collector(maxBlock, new RestoredBlocks(hotBytes.getAsLong(), perClient));
         CompletableFuture<Void> read;
         try {
             read = stateTopic.readToEnd(collector::accept,
@@ -124,15 +133,16 @@ final class Restorer {
 
     /** Collects one read's records on the reading thread. */
     private final class Collector {
-        final RestoredBlocks blocks = new RestoredBlocks();
+        final RestoredBlocks blocks;
         final long maxBlock;
         long records;
         long blockRecords;
         long blockBytes;
         long malformed;
 
-        Collector(long maxBlock) {
+        Collector(long maxBlock, RestoredBlocks blocks) {
             this.maxBlock = maxBlock;
+            this.blocks = blocks;
         }
 
         void accept(String key, byte[] value, RecordPosition position) {

@@ -116,8 +116,9 @@ public final class TransactionMetadataPreserver {
                 return;
             }
             index.hold(highestSequence.getAsLong());
-            restorer = new Restorer(coordinatorId, stateTopic, scheduler, stats, highestSequence, writer,
-                    this::finishRestore);
+            restorer = new Restorer(coordinatorId, stateTopic, scheduler, stats, highestSequence,
+                    () -> Math.max(0, budget.limitBytes() - budget.usedBytes()), config.persistCountPerClient(),
+                    writer, this::finishRestore);
             restorer.read();
         });
         return restored;

@@ -1,0 +1,366 @@
+package io.github.txnpreserver.preserver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.RecordPosition;
+import io.github.txnpreserver.testing.CallLog;
+import io.github.txnpreserver.testing.Ends;
+import io.github.txnpreserver.testing.Futures;
+import io.github.txnpreserver.testing.InMemoryStateTopic;
+import io.github.txnpreserver.testing.ManualScheduler;
+import io.github.txnpreserver.testing.MutableClock;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pulsar.client.api.transaction.TxnID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The cold tier, through the preserver's public face, on a scheduler that is never pumped:
+ * every task runs on the test's thread when the test steps time, so each interleaving below
+ * (a read failing, held, racing a compaction, a close, an end in a cold block) is spelled out.
+ * The memory bound's step is asked for directly ({@code evictOldestForMemory}), as the broker's
+ * bound asks it.
+ */
+@DisplayName("The cold tier")
+class ColdTierTest {
+
+    private static final long TC = 9;
+    private static final long NOW = 1_700_000_000_000L;
+    private static final Duration TTL = Duration.ofHours(72);
+    /** One floor entry per client: the floor answers each client's newest outcome from memory, not the rest. */
+    private static final PreserverConfig CONFIG = new PreserverConfig(1, 100, TTL, Duration.ofSeconds(300),
+            Duration.ofSeconds(60));
+    private static final Duration GROUP = Duration.ofMillis(50);
+
+    /** Wall-clock time moves only when a test says so; the scheduler's steps move monotonic time. */
+    private final MutableClock clock = new MutableClock(NOW);
+    private final ManualScheduler scheduler = new ManualScheduler(clock);
+    private final InMemoryStateTopic topic = new InMemoryStateTopic(new CallLog());
+    private int releases;
+    private TransactionMetadataPreserver preserver = opened();
+
+    @AfterEach
+    void close() {
+        scheduler.shutdown();
+    }
+
+    private TransactionMetadataPreserver opened() {
+        TransactionMetadataPreserver opened = new TransactionMetadataPreserver(TC, CONFIG, topic, scheduler,
+                new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), GROUP);
+        opened.releaseCoordinatorWith(() -> {
+            releases++;
+            return CompletableFuture.completedFuture(null);
+        });
+        await(opened.startRestore(() -> 1L << 20));
+        return opened;
+    }
+
+    private void setTime(long millis) {
+        clock.advance(Duration.ofMillis(millis - clock.millis()));
+    }
+
+    private static TxnID txn(long sequence) {
+        return new TxnID(TC, sequence);
+    }
+
+    /** Runs what is due, stepping virtual time until the future is done (at most a virtual minute). */
+    private <T> T await(CompletableFuture<T> future) {
+        for (int step = 0; step < 600 && !future.isDone(); step++) {
+            scheduler.runReady();
+            if (!future.isDone()) {
+                scheduler.advance(Duration.ofMillis(100));
+            }
+        }
+        return Futures.await(future);
+    }
+
+    private void end(long sequence, Outcome outcome, String owner) {
+        await(Ends.preserve(preserver, txn(sequence), outcome, owner));
+    }
+
+    /** The memory bound's step, as the broker's bound asks for it. */
+    private void boundStep() {
+        preserver.evictOldestForMemory();
+        scheduler.runReady();
+    }
+
+    private KeptOutcome lookUp(long sequence) {
+        return await(preserver.lookUp(txn(sequence)));
+    }
+
+    private CompletableFuture<KeptOutcome> lookUpAsync(long sequence) {
+        CompletableFuture<KeptOutcome> answer = preserver.lookUp(txn(sequence));
+        scheduler.advance(io.github.txnpreserver.time.Scheduler.DEFER_BOUND);
+        return answer;
+    }
+
+    private PreserverFigures figures() {
+        return await(preserver.currentFigures());
+    }
+
+    /**
+     * Block 0 (alice's commit and bob's abort) goes cold; block 1, with each one's newer end
+     * (their floor entries), stays in memory.
+     */
+    private void blockZeroCold() {
+        end(1, Outcome.COMMITTED, "alice");
+        end(2, Outcome.ABORTED, "bob");
+        clock.advance(Duration.ofSeconds(1));
+        end(300, Outcome.COMMITTED, "alice");
+        end(301, Outcome.COMMITTED, "bob");
+        boundStep();
+        assertThat(figures().kept()).isEqualTo(4);
+        assertThat(preserver.keptBytes()).as("block 0 is out of memory: a page of the cold tier, block 1")
+                .isLessThan(ColdBlocks.PAGE_BYTES + 2_000);
+    }
+
+    @Nested
+    @DisplayName("answers")
+    class Answers {
+
+        @Test
+        void aRetryOfAnOutcomeWhoseBlockWentColdIsAnsweredFromItsRecordWithItsOwner() {
+            blockZeroCold();
+            int readsBefore = topic.coldReadCount();
+
+            assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
+            assertThat(lookUp(3)).as("not in the block's record").isNull();
+            assertThat(lookUp(300).outcome()).as("in memory").isEqualTo(Outcome.COMMITTED);
+
+            assertThat(topic.coldReadCount() - readsBefore).as("the record read once, then remembered").isEqualTo(1);
+            assertThat(preserver.stats().coldLookups.sum()).isEqualTo(2);
+            assertThat(figures().memoryEvictions()).isZero();
+        }
+
+        @Test
+        void theRecordIsFoundUnderItsPositionAfterTheTopicWasCompacted() {
+            blockZeroCold();
+            topic.compact();
+
+            assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
+        }
+
+        @Test
+        void aColdReadThatFailsIsAnsweredUnavailableNeverNotFoundAndTheNextRetryReadsAgain() {
+            blockZeroCold();
+            topic.failNextColdReads(1);
+
+            CompletableFuture<KeptOutcome> failed = lookUpAsync(1);
+            scheduler.runReady();
+
+            assertThat(failed).failsWithin(Duration.ZERO).withThrowableThat()
+                    .withCauseInstanceOf(PreserverUnavailableException.class);
+            assertThat(lookUp(1).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(preserver.stats().coldReadFailures.sum()).isEqualTo(1);
+        }
+
+        @Test
+        void aColdReadThatDoesNotAnswerInTimeIsAnsweredUnavailable() {
+            blockZeroCold();
+            topic.holdColdReads();
+
+            CompletableFuture<KeptOutcome> held = lookUpAsync(1);
+            scheduler.advance(TransactionMetadataPreserver.COLD_READ_WAIT.minusMillis(20));
+            assertThat(held).isNotDone();
+            scheduler.advance(Duration.ofMillis(20));
+
+            assertThat(held).failsWithin(Duration.ZERO).withThrowableThat()
+                    .withCauseInstanceOf(PreserverUnavailableException.class);
+            topic.releaseColdReads();
+            scheduler.runReady();
+            assertThat(lookUp(1).outcome()).as("the late answer is remembered").isEqualTo(Outcome.COMMITTED);
+        }
+
+        @Test
+        void aLookupWaitingForAColdReadWhenTheCoordinatorClosesIsAnsweredUnavailable() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> held = lookUpAsync(1);
+
+            preserver.closeAsync();
+            scheduler.runReady();
+
+            assertThat(held).failsWithin(Duration.ZERO).withThrowableThat()
+                    .withCauseInstanceOf(PreserverUnavailableException.class);
+        }
+
+        @Test
+        void aRecordMissingWhereTheColdTierPointsIsCountedAndItsOutcomesAreAbsent() {
+            blockZeroCold();
+            // Another writer put a value under the key: compaction keeps only that one.
+            topic.appendRaw("c0", new byte[] {1, 2, 3});
+            topic.compact();
+
+            assertThat(lookUp(1)).isNull();
+            assertThat(preserver.stats().malformedRecords.sum()).isEqualTo(1);
+            assertThat(figures().kept()).as("the cold tier forgot the block").isEqualTo(2);
+            assertThat(lookUp(2)).isNull();
+            assertThat(preserver.stats().malformedRecords.sum()).as("not read again").isEqualTo(1);
+        }
+    }
+
+    @Nested
+    @DisplayName("keeps")
+    class Keeps {
+
+        @Test
+        void aColdBlockWhoseOutcomesExpiredIsDeletedFromTheTopic() {
+            blockZeroCold();
+            setTime(NOW + TTL.toMillis() + 500);
+
+            preserver.expire();
+            scheduler.advance(GROUP.multipliedBy(2));
+
+            assertThat(topic.liveKeys()).doesNotContain("c0").contains("c1");
+            assertThat(lookUp(1)).isNull();
+            assertThat(figures().expirations()).isEqualTo(2);
+            assertThat(lookUp(300)).as("a second newer").isNotNull();
+        }
+
+        @Test
+        void anOutcomeOfAColdBlockPastItsTimeIsNotAnsweredWhileItsNeighboursAre() {
+            end(1, Outcome.COMMITTED, "alice");
+            setTime(NOW + 10_000);
+            end(2, Outcome.COMMITTED, "alice");
+            end(300, Outcome.COMMITTED, "alice");
+            boundStep();
+            setTime(NOW + TTL.toMillis() + 5_000);
+
+            assertThat(lookUp(1)).as("past its time").isNull();
+            assertThat(lookUp(2)).isNotNull();
+        }
+
+        @Test
+        void anEndInAColdBlockHoldsItUntilItsColdPartIsReadThenWritesTheBlockWhole() {
+            blockZeroCold();
+            topic.holdColdReads();
+
+            CompletableFuture<Void> late = Ends.preserve(preserver, txn(3), Outcome.ABORTED, "carol");
+            scheduler.advance(GROUP.multipliedBy(4));
+            assertThat(late).as("its log entries wait: the block is not written yet").isNotDone();
+            assertThat(topic.newestOutcomeOf(txn(3))).isNull();
+            assertThat(topic.newestOutcomeOf(txn(1))).as("the record is not written over").isEqualTo(Outcome.COMMITTED);
+            CompletableFuture<KeptOutcome> neighbour = lookUpAsync(2);
+            assertThat(neighbour).as("a neighbour is read from the cold record").isNotDone();
+
+            topic.releaseColdReads();
+            await(late);
+
+            assertThat(neighbour.join().outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
+            assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
+            assertThat(topic.newestOutcomeOf(txn(3))).isEqualTo(Outcome.ABORTED);
+            assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
+            assertThat(lookUp(3).owner()).isEqualTo("carol");
+        }
+
+        @Test
+        void anEndInAColdBlockWhoseReadFailsReadsItAgain() {
+            blockZeroCold();
+            topic.failNextColdReads(2);
+
+            await(Ends.preserve(preserver, txn(3), Outcome.ABORTED, "carol"));
+
+            assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
+            assertThat(topic.newestOutcomeOf(txn(3))).isEqualTo(Outcome.ABORTED);
+        }
+
+        @Test
+        void aTopicCreatedAgainLosesTheColdOutcomesAndSaysSo() {
+            blockZeroCold();
+            topic.deleteTopicAndComeBackEmpty();
+
+            preserver.checkTopicCreatedAgain();
+            scheduler.advance(GROUP.multipliedBy(2));
+
+            assertThat(lookUp(1)).isNull();
+            assertThat(lookUp(300)).as("memory's blocks are written again").isNotNull();
+            assertThat(topic.liveKeys()).containsExactly("c1");
+            assertThat(figures().kept()).isEqualTo(2);
+        }
+    }
+
+    @Nested
+    @DisplayName("restores")
+    class Restores {
+
+        @Test
+        void aCoordinatorOpenedAgainAnswersItsColdOutcomesFromThePositionsItsReadFound() {
+            blockZeroCold();
+            preserver.closeAsync();
+            scheduler.runReady();
+
+            preserver = opened();
+
+            assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            boundStep();
+            boundStep();
+            assertThat(lookUp(300).outcome()).as("restored blocks go cold too").isEqualTo(Outcome.COMMITTED);
+            assertThat(lookUp(2).owner()).isEqualTo("bob");
+        }
+
+        @Test
+        void aReadLargerThanTheMemoryLeftKeepsTheOldestColdAndAnswersEveryOutcome() {
+            for (int block = 0; block < 40; block++) {
+                clock.advance(Duration.ofSeconds(1));
+                end(256L * block, block % 2 == 0 ? Outcome.COMMITTED : Outcome.ABORTED, "client-" + block % 3);
+            }
+            preserver.closeAsync();
+            scheduler.runReady();
+            OutcomeMemoryBudget small = new OutcomeMemoryBudget(ColdBlocks.PAGE_BYTES + 10 * 900);
+            preserver = new TransactionMetadataPreserver(TC, CONFIG, topic, scheduler, small, GROUP);
+
+            await(preserver.startRestore(() -> 1L << 20));
+
+            assertThat(preserver.keptBytes()).isLessThanOrEqualTo(small.limitBytes());
+            assertThat(figures().kept()).isEqualTo(40);
+            assertThat(figures().memoryEvictions()).isZero();
+            for (int block = 0; block < 40; block++) {
+                assertThat(lookUp(256L * block)).as("block %d", block).isEqualTo(new KeptOutcome(txn(256L * block),
+                        block % 2 == 0 ? Outcome.COMMITTED : Outcome.ABORTED, "client-" + block % 3,
+                        NOW + 1000L * (block + 1)));
+            }
+            assertThat(preserver.stats().coldLookups.sum()).isPositive();
+        }
+    }
+
+    @Nested
+    @DisplayName("its index")
+    class Index {
+
+        private final ColdBlocks cold = new ColdBlocks();
+
+        @Test
+        void keepsWhereEachBlocksRecordIsAndFreesAPageWithItsLastBlock() {
+            cold.put(3, new RecordPosition(7, 11, 2, 5), 4, 100, 200);
+            cold.put(300, new RecordPosition(8, 1, -1, 0), 256, 150, 160);
+
+            assertThat(cold.positionOf(3)).isEqualTo(new RecordPosition(7, 11, 2, 5));
+            assertThat(cold.positionOf(4)).isNull();
+            assertThat(cold.outcomes()).isEqualTo(260);
+            assertThat(cold.bytes()).isEqualTo(2 * ColdBlocks.PAGE_BYTES);
+            assertThat(cold.lowest()).isEqualTo(3);
+            assertThat(cold.minTime()).isEqualTo(100);
+            assertThat(cold.expiredThrough(170).toLongArray()).containsExactly(300L);
+
+            assertThat(cold.remove(3)).isEqualTo(4);
+            assertThat(cold.bytes()).isEqualTo(ColdBlocks.PAGE_BYTES);
+            assertThat(cold.lowest()).isEqualTo(300);
+            assertThat(cold.remove(3)).isZero();
+        }
+
+        @Test
+        void costsAtMostAQuarterOfAByteAnOutcomeForFullBlocks() {
+            int blocks = 10_000;
+            for (int block = 0; block < blocks; block++) {
+                cold.put(block, new RecordPosition(1, block, -1, 0), 256, 1, 2);
+            }
+            assertThat((double) cold.bytes() / cold.outcomes()).isLessThanOrEqualTo(0.25);
+        }
+    }
+}
