@@ -93,6 +93,16 @@ public final class PreserverMetrics extends Collector {
                 "Outcomes kept by the per-client floor (each client's newest transactionMetaPersistCount)");
         Family expirations = new Family("pulsar_txn_preserver_expirations_total", Type.COUNTER,
                 "Kept outcomes dropped by age");
+        Family cold = new Family("pulsar_txn_preserver_cold_outcomes", Type.GAUGE,
+                "Kept outcomes out of memory, answered by reading their block's state-topic record");
+        Family coldReads = new Family("pulsar_txn_preserver_cold_reads_total", Type.COUNTER,
+                "Reads of cold blocks' state-topic records: read, remembered (answered from the last ones read),"
+                        + " failed (answered 'coordinator not found', retried by the client)");
+        Family coldReadLatency = new Family("pulsar_txn_preserver_cold_read_latency_seconds", Type.HISTOGRAM,
+                "Time to read a cold block's state-topic record");
+        Family coldLost = new Family("pulsar_txn_preserver_cold_lost_total", Type.COUNTER,
+                "Cold outcomes lost because their records were gone (the state topic deleted, a record missing"
+                        + " or malformed where the cold tier pointed)");
         Family writes = new Family("pulsar_txn_preserver_state_write_latency_seconds", Type.HISTOGRAM,
                 "Time to make an outcome durable in the state topic");
         Family writeFailures = new Family("pulsar_txn_preserver_state_write_failures_total", Type.COUNTER,
@@ -127,6 +137,12 @@ public final class PreserverMetrics extends Collector {
             memory.add(labels, outcomes.bytes());
             floor.add(labels, outcomes.floorEntries());
             expirations.add(labels, outcomes.expirations());
+            cold.add(labels, outcomes.cold());
+            coldReads.add(labels, "result", "read", stats.coldReads.sum());
+            coldReads.add(labels, "result", "remembered", stats.coldReadsCached.sum());
+            coldReads.add(labels, "result", "failed", stats.coldReadFailures.sum());
+            coldReadLatency.addHistogram(labels, stats.coldReadLatency);
+            coldLost.add(labels, outcomes.coldLost());
             writes.addHistogram(labels, stats.stateWriteLatency);
             writeFailures.add(labels, stats.recordWriteFailures.sum());
             malformed.add(labels, stats.malformedRecords.sum());
@@ -138,7 +154,7 @@ public final class PreserverMetrics extends Collector {
         }
         List<MetricFamilySamples> families = new ArrayList<>();
         for (Family family : List.of(kept, clients, answered, lookups, evictions, window, memory, floor, expirations,
-                writes,
+                cold, coldReads, coldReadLatency, coldLost, writes,
                 writeFailures, malformed, restoreSeconds, restoreRecords, redrives,
                 writerReplacements, refused)) {
             families.add(family.build());
