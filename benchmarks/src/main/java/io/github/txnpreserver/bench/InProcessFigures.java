@@ -4,6 +4,7 @@ import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -60,6 +61,54 @@ final class InProcessFigures {
         double perOutcome = (after - before) / (double) outcomes;
         filled.preserver.closeAsync().join();
         return perOutcome;
+    }
+
+    /**
+     * Heap retained per outcome out of memory's hot part (the cold tier). Two fills, of
+     * {@code fewer} and of {@code more} consecutive outcomes (each block written, positions
+     * given, as it filled), each under a memory bound that leaves the same room beside its
+     * cold tier and its floor: the hot part is the same in both, and so is the floor, so
+     * the difference of the used heap after full collections over the difference of the
+     * counts is what each cold outcome costs. Every outcome must stay kept.
+     *
+     * @return {measured, as the memory bound counts it}
+     */
+    static double[] coldHeapBytesPerOutcome(int fewer, int more, int owners) {
+        String[] names = new String[Math.max(owners, 1)];
+        for (int i = 0; i < names.length; i++) {
+            names[i] = owners == 0 ? null : "role-" + i;
+        }
+        fill(10_000, i -> Outcome.COMMITTED, i -> names[i % names.length], i -> 0, new CountingTopic(),
+                coldConfig(10_000, owners)).preserver.closeAsync().join();
+        long[] heap = new long[2];
+        long[] accounted = new long[2];
+        int[] counts = {fewer, more};
+        for (int run = 0; run < 2; run++) {
+            long before = usedHeapAfterGc();
+            Filled filled = fill(counts[run], i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
+                    i -> names[i % names.length], i -> i / 3, new CountingTopic(), coldConfig(counts[run], owners));
+            heap[run] = usedHeapAfterGc() - before;
+            accounted[run] = filled.preserver.keptBytes();
+            requireKept(filled, counts[run]);
+            if (filled.preserver.figures().memoryEvictions() != 0 || filled.preserver.figures().cold() == 0) {
+                throw new IllegalStateException("the cold figure's bound is wrong: " + filled.preserver.figures());
+            }
+            filled.preserver.closeAsync().join();
+        }
+        return new double[] {(heap[1] - heap[0]) / (double) (more - fewer),
+                (accounted[1] - accounted[0]) / (double) (more - fewer)};
+    }
+
+    /**
+     * A bound of the cold tier's pages for {@code outcomes} (8 880 bytes per 65 536
+     * outcomes), the floor of {@code owners} clients (100 entries each, 64 bytes counted per
+     * entry, generously) and 1 MiB of room for the hot part.
+     */
+    private static PreserverConfig coldConfig(int outcomes, int owners) {
+        long pages = (outcomes + 65_535L) / 65_536;
+        long bound = pages * 8_880 + Math.max(owners, 1) * 100L * 64 + (1L << 20);
+        return new PreserverConfig(100, 100_000, Duration.ofHours(72), Duration.ofMinutes(5), Duration.ofMinutes(1),
+                bound);
     }
 
     /** The plugin's own estimate of the same heap, as the memory bound counts it. */
@@ -167,9 +216,14 @@ final class InProcessFigures {
     private static Filled fill(int outcomes, IntFunction<Outcome> outcome, IntFunction<String> owner,
                                IntToLongFunction endOffsetMillis,
                                StateTopic topic) {
+        return fill(outcomes, outcome, owner, endOffsetMillis, topic, unboundedConfig());
+    }
+
+    private static Filled fill(int outcomes, IntFunction<Outcome> outcome, IntFunction<String> owner,
+                               IntToLongFunction endOffsetMillis, StateTopic topic, PreserverConfig config) {
         DirectScheduler scheduler = new DirectScheduler();
-        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, unboundedConfig(), topic,
-                scheduler, new OutcomeMemoryBudget(UNBOUNDED), Duration.ZERO);
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic,
+                scheduler, new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
         preserver.startRestore(() -> Long.MAX_VALUE).join();
         long now = scheduler.millis();
         for (int i = 0; i < outcomes; i++) {
@@ -213,10 +267,12 @@ final class InProcessFigures {
     private static final class RecordingTopic implements StateTopic {
         private final Map<String, byte[]> view = new LinkedHashMap<>();
 
+        private long entries;
+
         @Override
-        public synchronized CompletableFuture<Void> write(String key, byte[] value) {
+        public synchronized CompletableFuture<RecordPosition> write(String key, byte[] value) {
             view.put(key, value);
-            return CompletableFuture.completedFuture(null);
+            return CompletableFuture.completedFuture(new RecordPosition(1, entries++, -1, 0));
         }
 
         @Override
@@ -232,7 +288,10 @@ final class InProcessFigures {
                 synchronized (this) {
                     snapshot = new LinkedHashMap<>(view);
                 }
-                snapshot.forEach(visitor::accept);
+                long entry = 0;
+                for (Map.Entry<String, byte[]> record : snapshot.entrySet()) {
+                    visitor.accept(record.getKey(), record.getValue(), new RecordPosition(2, entry++, -1, 0));
+                }
             }, reader);
         }
 
@@ -248,10 +307,10 @@ final class InProcessFigures {
         final AtomicLong messages = new AtomicLong();
 
         @Override
-        public CompletableFuture<Void> write(String key, byte[] value) {
+        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
             bytes.addAndGet(key.length() + value.length);
-            messages.incrementAndGet();
-            return CompletableFuture.completedFuture(null);
+            long entry = messages.incrementAndGet();
+            return CompletableFuture.completedFuture(new RecordPosition(1, entry, -1, 0));
         }
 
         @Override
