@@ -81,6 +81,9 @@ public final class Benchmark {
         double[] coldOwners = InProcessFigures.coldHeapBytesPerOutcome(2_000_000, 12_000_000, 1000);
         say("heap per cold outcome (the same, 1 000 owner roles): %.3f bytes measured, %.3f as the bound counts"
                 + " them", coldOwners[0], coldOwners[1]);
+        say("state topic's compacted view per kept outcome (1 M outcomes; keys and values, not Pulsar's metadata):"
+                + " %.2f bytes with no owner, %.2f with 1 000 roles", InProcessFigures.stateTopicViewBytesPerOutcome(
+                1_000_000, 0), InProcessFigures.stateTopicViewBytesPerOutcome(1_000_000, 1000));
         long retentionSeconds = PreserverConfig.DEFAULT_PERSIST_TIME_IN_HOUR * 3600;
         double restoreSeconds = InProcessFigures.restoreSeconds(10_000_000, 0);
         say("restore of 10 M kept outcomes (decode + merge + floor): %.2f s", restoreSeconds);

@@ -111,6 +111,21 @@ final class InProcessFigures {
                 bound);
     }
 
+    /**
+     * Bytes per kept outcome of the state topic's compacted view (each block's newest record,
+     * key and value; Pulsar's per-message metadata not counted): {@code outcomes} consecutive
+     * outcomes, end times spread as in the heap figures, owners round-robin over
+     * {@code owners} roles (0: none).
+     */
+    static double stateTopicViewBytesPerOutcome(int outcomes, int owners) {
+        RecordingTopic topic = new RecordingTopic();
+        Filled filled = fill(outcomes, i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
+                i -> owners == 0 ? null : "role-" + (i % owners), i -> i / 3, topic);
+        requireKept(filled, outcomes);
+        filled.preserver.closeAsync().join();
+        return topic.viewBytes() / (double) outcomes;
+    }
+
     /** The plugin's own estimate of the same heap, as the memory bound counts it. */
     static double accountedBytesPerOutcome(int outcomes, int owners) {
         Filled filled = fill(outcomes, i -> Outcome.COMMITTED, i -> owners == 0 ? null : "role-" + (i % owners),
@@ -268,6 +283,14 @@ final class InProcessFigures {
         private final Map<String, byte[]> view = new LinkedHashMap<>();
 
         private long entries;
+
+        synchronized long viewBytes() {
+            long bytes = 0;
+            for (Map.Entry<String, byte[]> record : view.entrySet()) {
+                bytes += record.getKey().length() + record.getValue().length;
+            }
+            return bytes;
+        }
 
         @Override
         public synchronized CompletableFuture<RecordPosition> write(String key, byte[] value) {
