@@ -9,6 +9,9 @@
 #                                  whether the plugin's slowest commits fall on its state-topic writes
 #   benchmarks/run.sh --cold-read-probe [records] [reads]
 #                                  point reads of a compacted state topic's records by message id
+#   benchmarks/run.sh --soak [minutes] [memory bound in MiB]
+#                                  the window observed: full rate for 30 min, memory holding about a
+#                                  minute, every probe retried at the end (docs/performance.md)
 # The last line printed is: RESULT p50_ratio=... (see docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,9 @@ if [[ "${1:-}" == "--thread-cpu" ]]; then
     shift
 elif [[ "${1:-}" == "--latency-probe" ]]; then
     main=io.github.txnpreserver.bench.LatencyProbe
+    shift
+elif [[ "${1:-}" == "--soak" ]]; then
+    main=io.github.txnpreserver.bench.Soak
     shift
 elif [[ "${1:-}" == "--cold-read-probe" ]]; then
     main=io.github.txnpreserver.bench.ColdReadProbe
