@@ -9,6 +9,8 @@
 #                                  whether the plugin's slowest commits fall on its state-topic writes
 #   benchmarks/run.sh --cold-read-probe [records] [reads]
 #                                  point reads of a compacted state topic's records by message id
+#   benchmarks/run.sh --restore-at-scale [outcomes in millions]
+#                                  a coordinator keeping 100 M outcomes opened on a real broker
 #   benchmarks/run.sh --soak [minutes] [memory bound in MiB]
 #                                  the window observed: full rate for 30 min, memory holding about a
 #                                  minute, every probe retried at the end (docs/performance.md)
@@ -24,6 +26,9 @@ if [[ "${1:-}" == "--thread-cpu" ]]; then
     shift
 elif [[ "${1:-}" == "--latency-probe" ]]; then
     main=io.github.txnpreserver.bench.LatencyProbe
+    shift
+elif [[ "${1:-}" == "--restore-at-scale" ]]; then
+    main=io.github.txnpreserver.bench.RestoreAtScale
     shift
 elif [[ "${1:-}" == "--soak" ]]; then
     main=io.github.txnpreserver.bench.Soak

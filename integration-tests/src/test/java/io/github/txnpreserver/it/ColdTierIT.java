@@ -14,6 +14,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pulsar.client.admin.LongRunningProcessStatus;
+import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -26,9 +28,9 @@ import org.junit.jupiter.api.Test;
  * The cold tier on a real broker, through the stock client: a memory bound so small that
  * memory holds a few seconds of a busy coordinator's outcomes (0.05 MiB: one page of the cold
  * tier and about fifty blocks), load for 40 s with probes committed and aborted among it,
- * then every probe retried. The oldest are out of memory, answered from their records in the
- * state topic; none was dropped. The same after a kill -9 and restart, when the restore
- * keeps what does not fit cold.
+ * then the state topic compacted and every probe retried. The oldest are out of memory,
+ * answered from their records in the compacted state topic; none was dropped. The same after
+ * a kill -9 and restart, when the restore keeps what does not fit cold.
  */
 @DisplayName("The cold tier on a real broker")
 class ColdTierIT {
@@ -101,7 +103,9 @@ class ColdTierIT {
         assertThat(cold).as("most outcomes are out of memory").isGreaterThan(kept / 2);
         assertThat(memoryEvictions()).as("none was dropped").isZero();
 
-        long[] answerNanos = retryEveryProbe(committedProbes, abortedProbes, "before the crash");
+        // Compacted before the retries: the cold tier's positions find the records in the compacted ledger.
+        compactStateTopic();
+        long[] answerNanos = retryEveryProbe(committedProbes, abortedProbes, "after a compaction");
         System.out.printf("retries answered: p50 %.1f ms, p99 %.1f ms, max %.1f ms%n", percentile(answerNanos, 50),
                 percentile(answerNanos, 99), percentile(answerNanos, 100));
         assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_cold_reads_total"))
@@ -113,6 +117,22 @@ class ColdTierIT {
         assertThat(memoryEvictions()).as("none was dropped by the restore").isZero();
         assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_cold_outcomes"))
                 .as("the restore kept what does not fit cold").isPositive();
+    }
+
+    private static void compactStateTopic() throws Exception {
+        String stateTopic = "persistent://pulsar/system/__terminated_txn_state_0";
+        try (PulsarAdmin admin = Txns.admin(pulsar)) {
+            admin.topics().triggerCompaction(stateTopic);
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+            while (admin.topics().compactionStatus(stateTopic).status == LongRunningProcessStatus.Status.RUNNING) {
+                assertThat(System.nanoTime()).as("compaction within 2 minutes").isLessThan(deadline);
+                TimeUnit.MILLISECONDS.sleep(200);
+            }
+            assertThat(admin.topics().compactionStatus(stateTopic).status)
+                    .isEqualTo(LongRunningProcessStatus.Status.SUCCESS);
+            assertThat(admin.topics().getInternalStats(stateTopic).compactedLedger.ledgerId)
+                    .as("a compacted ledger").isPositive();
+        }
     }
 
     /** Every probe retried as the stock client retries it; the time each first retry took. */
