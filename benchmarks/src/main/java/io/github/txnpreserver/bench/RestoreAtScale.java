@@ -26,7 +26,8 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 /**
  * A coordinator that keeps {@code outcomes} (100 M by default) opened on a real broker from
  * a real state topic: block records as the plugin writes them, each block's outcomes owned by
- * one of 1 000 roles and ended within a second of each other, the blocks' end times spread
+ * one of 1 000 roles (but the three the retries ask about, which have none: authentication is
+ * off) and ended within a second of each other, the blocks' end times spread
  * over the 72 h retention; the broker stopped and started again (its JIT cold), at the install
  * defaults (64 MiB bound). Printed: when it served a new transaction, and when its restore was
  * done (every kept outcome answerable), both from the broker's being healthy, and retries of
@@ -71,7 +72,9 @@ public final class RestoreAtScale {
             try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                 EndAnswer oldest = retry.commit(new TxnID(0, FIRST_SEQUENCE));
                 allAnsweredSeconds = (System.nanoTime() - healthy) / 1e9;
-                EndAnswer middle = retry.commit(new TxnID(0, FIRST_SEQUENCE + outcomes / 2 + 3));
+                EndAnswer middle = retry.commit(new TxnID(0, FIRST_SEQUENCE + (outcomes + 255) / 256 / 2 * 256 + 4));
+                EndAnswer owned = retry.commit(new TxnID(0, FIRST_SEQUENCE + 256 + 1));
+                say("a retry of another role's outcome: %s (%s)", owned, retry.lastMessage());
                 EndAnswer newest = retry.abort(new TxnID(0, FIRST_SEQUENCE + outcomes - 1));
                 EndAnswer beyond = retry.commit(new TxnID(0, FIRST_SEQUENCE + outcomes));
                 say("retries: oldest %s, middle %s, newest (an abort of a commit) %s, one past the last %s", oldest,
@@ -126,7 +129,14 @@ public final class RestoreAtScale {
                     }
                     OutcomeBlockRecord.Builder record = OutcomeBlockRecord.newBuilder()
                             .setFormatVersion(BlockRecordCodec.FORMAT_VERSION).setCoordinatorId(0)
-                            .setBlockIndex(blockIndex).addOwners("role-" + (block % ROLES)).setUniformOwnerRef(1);
+                            .setBlockIndex(blockIndex);
+                    // The blocks the retries ask about have no owner (authentication is off, so the
+                    // retrying client has none); every other is owned by one of the roles.
+                    if (block == 0 || block == blocks / 2 || block == blocks - 1) {
+                        record.setUniformOwnerRef(0);
+                    } else {
+                        record.addOwners("role-" + (block % ROLES)).setUniformOwnerRef(1);
+                    }
                     for (int word = 0; word < 4; word++) {
                         record.addKept(kept[word]).addCommitted(committed[word]);
                     }

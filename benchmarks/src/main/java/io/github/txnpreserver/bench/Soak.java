@@ -110,6 +110,7 @@ public final class Soak {
             long oldestAnsweredMillis = -1;
             int answered = 0;
             List<Long> coldNanos = new ArrayList<>();
+            List<Long> hotNanos = new ArrayList<>();
             try (RetryingEndClient retry = RetryingEndClient.connect(broker.serviceUrl())) {
                 for (Probe probe : probes) {
                     long begin = System.nanoTime();
@@ -123,6 +124,9 @@ public final class Soak {
                         // Older than two minutes: out of memory's hot part (about one minute).
                         if (retryStart - probe.committedMillis() > 120_000) {
                             coldNanos.add(took);
+                        } else if (retryStart - probe.committedMillis() < 30_000) {
+                            // The newest half minute: in memory's hot part, the retry as before the cold tier.
+                            hotNanos.add(took);
                         }
                     } else {
                         say("probe %s committed %.0f s before the retries: %s", probe.txnId(),
@@ -134,12 +138,16 @@ public final class Soak {
             double bytesPerOutcome = storagePerOutcome(broker, kept);
             double slope = heapSlopeMiBPerHour(samples);
             long[] sorted = coldNanos.stream().mapToLong(Long::longValue).sorted().toArray();
+            long[] hot = hotNanos.stream().mapToLong(Long::longValue).sorted().toArray();
+            double[] coldRead = histogramQuantilesMillis(broker, "cold_read_latency_seconds", 0.5, 0.99);
             say("RESULT window_observed_seconds=%.0f soak_probes_answered=%d/%d cold_lookup_p50_ms=%.1f"
                             + " cold_lookup_p99_ms=%.1f heap_growth_mib_per_hour=%.2f state_topic_bytes_per_outcome=%.2f"
                             + " soak_txn_per_second=%.0f soak_kept_outcomes=%.0f soak_cold_outcomes=%.0f"
-                            + " soak_memory_evictions=%.0f",
+                            + " soak_memory_evictions=%.0f hot_lookup_p50_ms=%.1f hot_lookup_p99_ms=%.1f"
+                            + " cold_read_p50_ms_at_most=%.0f cold_read_p99_ms_at_most=%.0f",
                     windowObserved, answered, probes.size(), percentile(sorted, 50), percentile(sorted, 99), slope,
-                    bytesPerOutcome, throughput.txnPerSecond(), kept, cold, evicted);
+                    bytesPerOutcome, throughput.txnPerSecond(), kept, cold, evicted, percentile(hot, 50),
+                    percentile(hot, 99), coldRead[0], coldRead[1]);
         }
     }
 
@@ -230,6 +238,37 @@ public final class Soak {
         Matcher matcher = Pattern.compile("^pulsar_txn_preserver_" + Pattern.quote(name)
                 + "\\{[^}]*coordinator_id=\"0\"[^}]*\\} (\\S+)", Pattern.MULTILINE).matcher(body);
         return matcher.find() ? Double.parseDouble(matcher.group(1)) : Double.NaN;
+    }
+
+    /**
+     * Upper bounds (ms) of the histogram buckets that hold the given quantiles of coordinator
+     * 0's {@code pulsar_txn_preserver_<name>}: the plugin's own view of a cold read, without
+     * the client's round trip or the broker's other lookups of the same retry.
+     */
+    private static double[] histogramQuantilesMillis(LocalPulsar broker, String name, double... quantiles)
+            throws Exception {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(broker.httpUrl()
+                + "/metrics/")).build(), HttpResponse.BodyHandlers.ofString()).body();
+        Matcher matcher = Pattern.compile("^pulsar_txn_preserver_" + Pattern.quote(name)
+                + "_bucket\\{[^}]*coordinator_id=\"0\"[^}]*le=\"([^\"]+)\"[^}]*\\} (\\S+)", Pattern.MULTILINE)
+                .matcher(body);
+        List<double[]> buckets = new ArrayList<>();
+        while (matcher.find()) {
+            double le = matcher.group(1).equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(matcher.group(1));
+            buckets.add(new double[] {le * 1000, Double.parseDouble(matcher.group(2))});
+        }
+        double[] result = new double[quantiles.length];
+        double total = buckets.isEmpty() ? 0 : buckets.get(buckets.size() - 1)[1];
+        for (int q = 0; q < quantiles.length; q++) {
+            result[q] = Double.NaN;
+            for (double[] bucket : buckets) {
+                if (total > 0 && bucket[1] >= quantiles[q] * total) {
+                    result[q] = bucket[0];
+                    break;
+                }
+            }
+        }
+        return result;
     }
 
     private static double percentile(long[] sortedNanos, int p) {
