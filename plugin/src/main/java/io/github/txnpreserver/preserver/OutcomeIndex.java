@@ -51,6 +51,7 @@ final class OutcomeIndex {
     /** End times are stored as seconds since this instant (2020-01-01T00:00:00Z). */
     static final long TIME_EPOCH_MILLIS = 1_577_836_800_000L;
     private static final int BYTES_PER_PENDING = 64;
+    static final int COLD_CANDIDATES_SCANNED = 256;
 
     /** Receives the blocks whose record must be written again (or deleted). */
     @FunctionalInterface
@@ -367,8 +368,16 @@ final class OutcomeIndex {
         return null;
     }
 
+    /**
+     * The least recently written block that may go cold, among the oldest
+     * {@value #COLD_CANDIDATES_SCANNED}: asked after every change, the scan must not walk
+     * every block while none is durable (the state topic unreachable), when the bound falls
+     * back to dropping, as it did before the cold tier.
+     */
     private OutcomeBlock coldCandidate(LongPredicate durable) {
-        for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
+        int scanned = 0;
+        for (OutcomeBlock block = byAge.oldest(); block != null && scanned < COLD_CANDIDATES_SCANNED;
+             block = block.newer, scanned++) {
             if (droppable(block) && block.count() > 0 && block.landed != null && durable.test(block.index)) {
                 return block;
             }
