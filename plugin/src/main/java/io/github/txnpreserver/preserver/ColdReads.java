@@ -117,12 +117,6 @@ final class ColdReads {
         cachedAt.remove(blockIndex);
     }
 
-    /** The topic was created again: nothing read before is its record any more. */
-    void forgetAll() {
-        cache.clear();
-        cachedAt.clear();
-    }
-
     void close() {
         closed = true;
         for (Read read : reads.values()) {

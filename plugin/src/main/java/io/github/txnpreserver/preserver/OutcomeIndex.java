@@ -473,11 +473,6 @@ final class OutcomeIndex {
         return blockOutcomes + floorOnlyBlocks.outcomes() + cold.outcomes();
     }
 
-    /** Outcomes kept in memory's blocks (not cold, not floor-only). */
-    long hotSize() {
-        return blockOutcomes;
-    }
-
     /** Keys of the state topic's compacted view: one per block with a record. */
     long keyCount() {
         return blocks.size() + floorOnlyBlocks.size() + cold.blocks();

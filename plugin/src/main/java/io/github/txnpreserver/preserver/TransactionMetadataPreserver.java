@@ -1,6 +1,7 @@
 package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
@@ -288,7 +289,7 @@ public final class TransactionMetadataPreserver {
      * block is written whole only then. A failed read is read again; a record missing or
      * malformed (counted) leaves the block with what memory has.
      */
-    private void readColdPart(long blockIndex, io.github.txnpreserver.statetopic.RecordPosition position) {
+    private void readColdPart(long blockIndex, RecordPosition position) {
         if (thread.isClosed() || !index.isAwaitingCold(blockIndex)) {
             return;
         }
