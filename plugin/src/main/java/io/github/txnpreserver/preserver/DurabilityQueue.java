@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
@@ -55,6 +56,8 @@ final class DurabilityQueue {
     private volatile int waiting;
     /** Of {@link #waiting}, those registered on held blocks: none of them can be released while the hold lasts. */
     private volatile int waitingForHeld;
+    /** The blocks {@link #waitingForHeld} counts, with how many of it each: a hold ends block by block. */
+    private final Long2IntOpenHashMap heldWaiters = new Long2IntOpenHashMap();
 
     /** A block's record must be written again. */
     void changed(long blockIndex) {
@@ -77,6 +80,7 @@ final class DurabilityQueue {
         waiters.computeIfAbsent(blockIndex, ignored -> new ArrayDeque<>()).add(new Waiter(offset, action));
         waiting++;
         if (held) {
+            heldWaiters.addTo(blockIndex, 1);
             waitingForHeld++;
         }
         return false;
@@ -95,9 +99,19 @@ final class DurabilityQueue {
         return waitingForHeld;
     }
 
-    /** The held blocks are written from now on: what waits for them waits like the rest. */
-    void holdReleased() {
-        waitingForHeld = 0;
+    /**
+     * The blocks no longer held are written from now on: what waits for them waits like the
+     * rest (a restore's hold ends for every block at once; a cold part's for its block alone).
+     */
+    void holdReleased(LongPredicate stillHeld) {
+        var entries = heldWaiters.long2IntEntrySet().fastIterator();
+        while (entries.hasNext()) {
+            var entry = entries.next();
+            if (!stillHeld.test(entry.getLongKey())) {
+                waitingForHeld -= entry.getIntValue();
+                entries.remove();
+            }
+        }
     }
 
     /** When the next block that backs off may be written, or -1 if none does. */
@@ -149,6 +163,14 @@ final class DurabilityQueue {
         while (!queue.isEmpty() && queue.peekFirst().offset() <= write.offset()) {
             ready.add(queue.pollFirst().action());
             waiting--;
+        }
+        // Those counted as held are among the first: a held block takes no new write.
+        int held = Math.min(ready.size(), heldWaiters.get(write.blockIndex()));
+        if (held > 0) {
+            waitingForHeld -= held;
+            if (heldWaiters.addTo(write.blockIndex(), -held) == held) {
+                heldWaiters.remove(write.blockIndex());
+            }
         }
         if (queue.isEmpty()) {
             waiters.remove(write.blockIndex());
@@ -220,6 +242,7 @@ final class DurabilityQueue {
         dirty.clear();
         inFlight.clear();
         waiters.clear();
+        heldWaiters.clear();
         waitingForHeld = 0;
         retryAt.clear();
         retryDelay.clear();

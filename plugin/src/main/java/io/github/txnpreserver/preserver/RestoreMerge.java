@@ -34,10 +34,7 @@ final class RestoreMerge {
         int[] remap = new int[restored.owners().highestId() + 1];
         Arrays.fill(remap, -1);
         for (OutcomeBlock staged : newestFirst) {
-            if (!index.blocks.containsKey(staged.index) && index.floorOnlyBlocks.contains(staged.index)) {
-                // Dropped by the memory bound while the restore read (held index.blocks are not), so
-                // written by this coordinator, whose index.floor entries and record are newer than a
-                // copy a second read may have found.
+            if (writtenMeanwhile(staged.index)) {
                 continue;
             }
             if (staged.count() == 0 || staged.maxTime() <= through) {
@@ -68,10 +65,10 @@ final class RestoreMerge {
      */
     private void keepCold(ColdBlocks readCold, int through) {
         for (long blockIndex : readCold.indexes()) {
-            boolean live = index.blocks.containsKey(blockIndex);
-            if (!live && index.floorOnlyBlocks.contains(blockIndex)) {
+            if (writtenMeanwhile(blockIndex)) {
                 continue;
             }
+            boolean live = index.blocks.containsKey(blockIndex);
             if (readCold.maxTime(blockIndex) <= through) {
                 if (!live) {
                     index.changes.changed(blockIndex);
@@ -84,6 +81,17 @@ final class RestoreMerge {
                 index.awaitColdPart(blockIndex);
             }
         }
+    }
+
+    /**
+     * A block out of memory that the bound dropped (floor-only) or sent cold while the
+     * restore read: not held (held blocks stay), so written by this coordinator, and its
+     * record is newer than a copy a second read may have found. That copy is neither adopted
+     * nor deleted, and the cold tier keeps the newer position.
+     */
+    private boolean writtenMeanwhile(long blockIndex) {
+        return !index.blocks.containsKey(blockIndex)
+                && (index.floorOnlyBlocks.contains(blockIndex) || index.cold.contains(blockIndex));
     }
 
     /** The live id of a restored owner id, created on first use (only for outcomes that are adopted). */

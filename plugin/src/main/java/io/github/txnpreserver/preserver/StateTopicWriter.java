@@ -402,6 +402,7 @@ final class StateTopicWriter {
     private void rewriteEveryBlock() {
         pacing.reset();
         long coldLost = index.topicCreatedAgain();
+        queue.holdReleased(index::isHeld);
         var blocks = index.blocksWithRecords();
         queue.rewrite(blocks);
         log.warn("Coordinator {}: state topic {} was created again; writing its {} kept blocks into it", coordinatorId,

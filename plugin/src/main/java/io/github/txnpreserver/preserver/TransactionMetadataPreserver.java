@@ -187,8 +187,7 @@ public final class TransactionMetadataPreserver {
         if (thread.isClosed()) {
             return CompletableFuture.failedFuture(thread.closedError());
         }
-        // As the coordinator's thread last changed it: a bound, not an exact count.
-        int waiting = queue.waiting() - queue.waitingForHeld();
+        int waiting = endsWaiting();
         if (waiting >= MAX_UNDURABLE_ENDS) {
             stats.endsRefusedWhileWaiting.increment();
             return CompletableFuture.failedFuture(new PreserverUnavailableException(waiting + " ended transactions"
@@ -203,6 +202,15 @@ public final class TransactionMetadataPreserver {
             changed();
         });
         return queued ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(thread.closedError());
+    }
+
+    /**
+     * Ended transactions waiting for the state topic, held blocks' aside (their wait is the
+     * restore's or a cold read's, not the topic's), as the coordinator's thread last changed
+     * it: a bound, not an exact count.
+     */
+    int endsWaiting() {
+        return queue.waiting() - queue.waitingForHeld();
     }
 
     /** The transaction's terminal entry is durable: its outcome is kept like any other. */
@@ -307,6 +315,7 @@ public final class TransactionMetadataPreserver {
             coldReads.forget(blockIndex);
             index.coldPartRead(blockIndex, decoded == null ? null : decoded.block(),
                     decoded == null ? null : decoded.owners());
+            queue.holdReleased(index::isHeld);
             changed();
         });
     }
@@ -328,7 +337,7 @@ public final class TransactionMetadataPreserver {
             writer.releaseForState("could not merge what its restore read", e);
             return;
         }
-        queue.holdReleased();
+        queue.holdReleased(index::isHeld);
         stats.restoredRecords = records;
         stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - startNanos);
         index.expire(scheduler.millis());

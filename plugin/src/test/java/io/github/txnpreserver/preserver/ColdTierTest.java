@@ -259,6 +259,30 @@ class ColdTierTest {
             assertThat(lookUp(3).owner()).isEqualTo("carol");
         }
 
+        /**
+         * The bound on new ends counts an end waiting for its cold part apart while the read
+         * lasts, and with the rest once the part is merged: until its block lands.
+         */
+        @Test
+        void anEndWaitingForItsColdPartCountsAgainstTheBoundOnNewEndsOnceThePartIsRead() {
+            blockZeroCold();
+            topic.holdColdReads();
+            topic.holdWrites();
+
+            CompletableFuture<Void> late = Ends.preserve(preserver, txn(3), Outcome.ABORTED, "carol");
+            scheduler.advance(GROUP.multipliedBy(4));
+            assertThat(preserver.endsWaiting()).as("held for its cold part").isZero();
+
+            topic.releaseColdReads();
+            scheduler.advance(GROUP.multipliedBy(4));
+            assertThat(late).isNotDone();
+            assertThat(preserver.endsWaiting()).as("it waits for the state topic now").isEqualTo(1);
+
+            topic.releaseHeldWrites();
+            await(late);
+            assertThat(preserver.endsWaiting()).isZero();
+        }
+
         @Test
         void anEndInAColdBlockWhoseReadFailsReadsItAgain() {
             blockZeroCold();

@@ -428,13 +428,51 @@ class DurabilityQueueTest {
             assertThat(queue.waiting()).isEqualTo(2);
             assertThat(queue.waitingForHeld()).isEqualTo(1);
 
-            queue.holdReleased();
+            queue.holdReleased(NONE_HELD);
 
             assertThat(queue.waitingForHeld()).isZero();
             assertThat(queue.waiting()).isEqualTo(2);
             drain().forEach(queue::landed);
             assertThat(ran).containsExactlyInAnyOrder("clean, held", "held", "free");
             assertThat(queue.waiting()).isZero();
+        }
+
+        /**
+         * A block awaiting its cold part is held alone, and released alone: its waiters then
+         * count against the bound on new ends, and another block's hold stays counted apart.
+         */
+        @Test
+        void aBlockWhoseHoldEndsAloneCountsItsWaitersAgainAndOnlyThem() {
+            queue.changed(0);
+            queue.changed(7);
+            queue.afterDurable(0, true, waiter("held 0"));
+            queue.afterDurable(0, true, waiter("held 0 again"));
+            queue.afterDurable(7, true, waiter("held 7"));
+
+            queue.holdReleased(index -> index == 7);
+
+            assertThat(queue.waitingForHeld()).as("block 7 is still held").isEqualTo(1);
+            assertThat(queue.waiting()).isEqualTo(3);
+            drain().stream().filter(write -> write.blockIndex() == 0).forEach(queue::landed);
+            assertThat(queue.waiting()).isEqualTo(1);
+            assertThat(queue.waitingForHeld()).isEqualTo(1);
+
+            queue.holdReleased(NONE_HELD);
+            assertThat(queue.waitingForHeld()).isZero();
+        }
+
+        /** A held block's write that lands (taken before the hold) releases its waiters from both counts. */
+        @Test
+        void aHeldWaiterReleasedByALandingLeavesTheHeldCount() {
+            queue.changed(3);
+            DurabilityQueue.Write write = drainOne();
+            queue.afterDurable(3, true, waiter("held 3"));
+
+            queue.landed(write);
+
+            assertThat(ran).containsExactly("held 3");
+            assertThat(queue.waiting()).isZero();
+            assertThat(queue.waitingForHeld()).isZero();
         }
 
         @Test

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.txnpreserver.statetopic.MalformedRecordException;
+import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -638,6 +639,79 @@ class OutcomeIndexTest {
             assertThat(index.isHeld(0)).isTrue();
             assertThat(index.isHeld(1)).isTrue();
             assertThat(index.isHeld(2)).isFalse();
+        }
+    }
+
+    /**
+     * A restore read again (the first read failed) may find an older record of a block this
+     * coordinator wrote while it read, and that went cold since: the cold tier's position is
+     * the newer, and what the read found must neither replace it nor delete its record.
+     */
+    @Nested
+    @DisplayName("a restore's read meets blocks that went cold meanwhile")
+    class RestoreMeetsCold {
+
+        private final List<Long> changes = new ArrayList<>();
+        private final OutcomeIndex index = index(10, 1000, changes);
+        private final RecordPosition older = new RecordPosition(7, 1, -1, 0);
+        private final RecordPosition newer = new RecordPosition(7, 9, -1, 0);
+
+        /** Block 5, past the hold, written twice by this coordinator; its newer record went cold. */
+        private OutcomeIndex earlierCopy() {
+            index.hold(block(1) - 1);
+            commit(index, block(5), "alice", NOW);
+            OutcomeIndex earlier = index(10, 1000, new ArrayList<>());
+            commit(earlier, block(5), "alice", NOW);
+            commit(index, block(5) + 1, "bob", NOW);
+            index.landed(5, newer);
+            assertThat(index.evictOldest(block -> true)).isEqualTo(OutcomeIndex.Eviction.COLD);
+            taken(changes);
+            return earlier;
+        }
+
+        @Test
+        void anOlderRecordReadDecodedLeavesTheColdPositionAndIsNotAdopted() throws Exception {
+            OutcomeIndex earlier = earlierCopy();
+            RestoredBlocks read = new RestoredBlocks();
+            read.put(written(earlier, 5), older);
+
+            index.merge(read, NOW);
+
+            assertThat(index.coldPositionOf(block(5) + 1)).isEqualTo(newer);
+            assertThat(index.blockCount()).as("not adopted into memory").isZero();
+            assertThat(index.isHeld(5)).isFalse();
+            assertThat(taken(changes)).isEmpty();
+        }
+
+        @Test
+        void anOlderRecordReadColdLeavesTheColdPosition() throws Exception {
+            OutcomeIndex earlier = earlierCopy();
+            RestoredBlocks read = new RestoredBlocks(0, 10);
+            read.put(written(earlier, 5), older);
+            assertThat(read.cold().positionOf(5)).isEqualTo(older);
+
+            index.merge(read, NOW);
+
+            assertThat(index.coldPositionOf(block(5) + 1)).isEqualTo(newer);
+            assertThat(taken(changes)).isEmpty();
+        }
+
+        @Test
+        void anOlderRecordReadWhoseOutcomesExpiredDeletesNothing() throws Exception {
+            index.hold(block(1) - 1);
+            OutcomeIndex earlier = index(10, 1000, new ArrayList<>());
+            commit(earlier, block(5), "alice", NOW - TTL - MINUTE);
+            commit(index, block(5) + 1, "bob", NOW);
+            index.landed(5, newer);
+            index.evictOldest(block -> true);
+            taken(changes);
+            RestoredBlocks decoded = new RestoredBlocks();
+            decoded.put(written(earlier, 5), older);
+
+            index.merge(decoded, NOW);
+
+            assertThat(taken(changes)).as("no tombstone over the newer record").isEmpty();
+            assertThat(index.coldPositionOf(block(5) + 1)).isEqualTo(newer);
         }
     }
 
