@@ -74,6 +74,18 @@ final class ColdBlocks {
         outcomes += count;
     }
 
+    /** A cold block's record is now at {@code position}; nothing happens if the block is not cold. */
+    void moved(long index, RecordPosition position) {
+        Page page = pages.get(index >>> PAGE_SHIFT);
+        int slot = (int) (index & PAGE_MASK);
+        if (page != null && page.outcomes[slot] != 0) {
+            page.ledger[slot] = position.ledgerId();
+            page.entry[slot] = position.entryId();
+            page.batchIndex[slot] = position.batchIndex();
+            page.batchSize[slot] = position.batchSize();
+        }
+    }
+
     boolean contains(long index) {
         Page page = pages.get(index >>> PAGE_SHIFT);
         return page != null && page.outcomes[(int) (index & PAGE_MASK)] != 0;

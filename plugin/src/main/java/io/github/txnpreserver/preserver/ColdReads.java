@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,6 +59,7 @@ final class ColdReads {
     private final Scheduler scheduler;
     private final PreserverStats stats;
     private final Duration bound;
+    private final LongFunction<RecordPosition> currentPosition;
     private final RateLimitedLog missing;
     private final Long2ObjectLinkedOpenHashMap<Decoded> cache = new Long2ObjectLinkedOpenHashMap<>();
     private final Long2ObjectLinkedOpenHashMap<RecordPosition> cachedAt = new Long2ObjectLinkedOpenHashMap<>();
@@ -66,8 +68,15 @@ final class ColdReads {
     private int reading;
     private boolean closed;
 
-    ColdReads(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, PreserverStats stats, Duration bound) {
+    /**
+     * @param currentPosition where the cold tier points for a block now: a record missing at a
+     *     position it no longer points to moved (a terminated topic carried over), and is not
+     *     counted as missing
+     */
+    ColdReads(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, PreserverStats stats, Duration bound,
+              LongFunction<RecordPosition> currentPosition) {
         this.coordinatorId = coordinatorId;
+        this.currentPosition = currentPosition;
         this.stateTopic = stateTopic;
         this.scheduler = scheduler;
         this.stats = stats;
@@ -76,7 +85,8 @@ final class ColdReads {
     }
 
     /**
-     * The record of a cold block, decoded; null if it is missing or malformed (counted).
+     * The record of a cold block, decoded; null if it is missing or malformed (counted), or
+     * moved meanwhile (not counted: the asker finds where it is now).
      * Completes on the coordinator's thread; fails with {@link PreserverUnavailableException}
      * if it could not be read within the bound, or the coordinator closed.
      */
@@ -175,6 +185,10 @@ final class ColdReads {
 
     private Decoded decode(Read read, byte[] value) {
         String key = BlockRecordCodec.key(read.blockIndex());
+        if (value == null && !read.position().equals(currentPosition.apply(read.blockIndex()))) {
+            // Moved meanwhile: the asker reads it where it is now.
+            return null;
+        }
         try {
             if (value == null) {
                 throw new MalformedRecordException("no record of key '" + key + "' at " + read.position()

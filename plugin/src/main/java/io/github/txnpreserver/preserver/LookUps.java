@@ -90,18 +90,23 @@ final class LookUps {
                     OutcomeIndex.millisOf(ClientFloor.timeOf(packed))));
             return;
         }
-        RecordPosition position = index.coldPositionOf(sequence);
+        long blockIndex = OutcomeBlock.indexOf(sequence);
+        RecordPosition position = index.coldRecordOf(blockIndex);
         if (position == null) {
             answer.complete(null);
             return;
         }
-        long blockIndex = OutcomeBlock.indexOf(sequence);
         coldReads.read(blockIndex, position).whenComplete((decoded, error) -> {
             if (error != null) {
                 answer.completeExceptionally(FutureUtil.unwrapCompletionException(error));
                 return;
             }
             if (decoded == null) {
+                if (!position.equals(index.coldRecordOf(blockIndex))) {
+                    // The record moved (carried over) or the block left the cold tier meanwhile.
+                    answer(txnId, answer);
+                    return;
+                }
                 index.coldRecordUnusable(blockIndex, position);
                 answer.complete(null);
                 return;

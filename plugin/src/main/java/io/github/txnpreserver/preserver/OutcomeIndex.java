@@ -157,7 +157,7 @@ final class OutcomeIndex {
 
     /**
      * The kept outcome of a sequence in memory, packed ({@link ClientFloor#pack}), or
-     * {@code none}: then it may still be in a cold block's record ({@link #coldPositionOf}).
+     * {@code none}: then it may still be in a cold block's record ({@link #coldRecordOf}).
      */
     long find(long sequence, long none) {
         OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
@@ -168,9 +168,21 @@ final class OutcomeIndex {
         return floor.get(sequence, none);
     }
 
-    /** Where the record of the cold block holding {@code sequence} is, or null if its block is not cold. */
-    RecordPosition coldPositionOf(long sequence) {
-        return cold.positionOf(OutcomeBlock.indexOf(sequence));
+    /** Where the record of a cold block is, or null if the block is not cold. */
+    RecordPosition coldRecordOf(long blockIndex) {
+        return cold.positionOf(blockIndex);
+    }
+
+    /**
+     * A block's record was carried to another position (a terminated topic created again):
+     * a cold block is read there from now on, and a block in memory goes cold pointing there.
+     */
+    void recordMoved(long blockIndex, RecordPosition position) {
+        cold.moved(blockIndex, position);
+        OutcomeBlock block = blocks.get(blockIndex);
+        if (block != null && block.landed != null) {
+            block.landed = position;
+        }
     }
 
     /** Whether an outcome of this stored end time is past its time-to-live now. */

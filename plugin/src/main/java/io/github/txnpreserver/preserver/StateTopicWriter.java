@@ -272,14 +272,30 @@ final class StateTopicWriter {
             reopened = CompletableFuture.failedFuture(e);
         }
         CompletableFuture<Boolean> attemptDone = reopened;
-        // Giving up completes the attempt's future: the topic then neither fences nor installs a writer for it.
-        Scheduler.Cancellable giveUp = scheduler.schedule(() -> attemptDone.completeExceptionally(
-                new TimeoutException("the writer's replacement took more than " + REPLACE_TIMEOUT.toSeconds()
-                        + " s")), REPLACE_TIMEOUT);
+        Scheduler.Cancellable[] giveUp = new Scheduler.Cancellable[1];
+        giveUpUnlessProgress(attemptDone, stateTopic.replacementProgress(), giveUp);
         reopened.whenComplete((recreated, error) -> {
-            giveUp.cancel();
+            giveUp[0].cancel();
             scheduler.execute(() -> replaced(mine, recreated, error));
         });
+    }
+
+    /**
+     * Gives the attempt up (completing its future: the topic then neither fences nor installs
+     * a writer for it) after {@link #REPLACE_TIMEOUT} without progress: a terminated topic's
+     * records being carried over take as long as there are records.
+     */
+    private void giveUpUnlessProgress(CompletableFuture<Boolean> attemptDone, long progressSeen,
+                                      Scheduler.Cancellable[] giveUp) {
+        giveUp[0] = scheduler.schedule(() -> {
+            long progress = stateTopic.replacementProgress();
+            if (progress != progressSeen && !attemptDone.isDone()) {
+                giveUpUnlessProgress(attemptDone, progress, giveUp);
+                return;
+            }
+            attemptDone.completeExceptionally(new TimeoutException("the writer's replacement took more than "
+                    + REPLACE_TIMEOUT.toSeconds() + " s without progress"));
+        }, REPLACE_TIMEOUT);
     }
 
     private void replaced(long which, Boolean recreated, Throwable error) {

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.time.Scheduler;
@@ -96,9 +97,11 @@ public final class TransactionMetadataPreserver {
                 groupCommit, index::isHolding);
         this.memory = new MemoryShare(coordinatorId, index, queue::isDurable, scheduler, budget, this::changed);
         this.compaction = new StateTopicCompaction(coordinatorId, stateTopic, scheduler, pacing);
-        this.coldReads = new ColdReads(coordinatorId, stateTopic, scheduler, stats, COLD_READ_WAIT);
+        this.coldReads = new ColdReads(coordinatorId, stateTopic, scheduler, stats, COLD_READ_WAIT,
+                index::coldRecordOf);
         this.lookUps = new LookUps(coordinatorId, index, coldReads, scheduler, stats, RESTORE_WAIT);
-        index.readColdWith((blockIndex, position) -> scheduler.execute(() -> readColdPart(blockIndex, position)));
+        index.readColdWith((blockIndex, position) -> scheduler.execute(() -> readColdPart(blockIndex)));
+        stateTopic.onRecordsMoved((key, position) -> scheduler.execute(() -> recordMoved(key, position)));
         this.logHold = new LogHold(coordinatorId, index, queue);
     }
 
@@ -297,8 +300,10 @@ public final class TransactionMetadataPreserver {
      * block is written whole only then. A failed read is read again; a record missing or
      * malformed (counted) leaves the block with what memory has.
      */
-    private void readColdPart(long blockIndex, RecordPosition position) {
-        if (thread.isClosed() || !index.isAwaitingCold(blockIndex)) {
+    private void readColdPart(long blockIndex) {
+        // Asked each time: a terminated topic's carry-over moves the record meanwhile.
+        RecordPosition position = index.coldRecordOf(blockIndex);
+        if (thread.isClosed() || !index.isAwaitingCold(blockIndex) || position == null) {
             return;
         }
         coldReads.read(blockIndex, position).whenComplete((decoded, error) -> {
@@ -309,7 +314,12 @@ public final class TransactionMetadataPreserver {
                 log.warn("Coordinator {}: could not read the cold record of block {}, which an end brought back"
                         + " into memory; reading it again in {} ms (its ends wait): {}", coordinatorId, blockIndex,
                         COLD_PART_RETRY.toMillis(), error.toString());
-                scheduler.schedule(() -> readColdPart(blockIndex, position), COLD_PART_RETRY);
+                scheduler.schedule(() -> readColdPart(blockIndex), COLD_PART_RETRY);
+                return;
+            }
+            if (decoded == null && !position.equals(index.coldRecordOf(blockIndex))) {
+                // The record moved meanwhile (a terminated topic carried over): read where it is now.
+                readColdPart(blockIndex);
                 return;
             }
             coldReads.forget(blockIndex);
@@ -318,6 +328,18 @@ public final class TransactionMetadataPreserver {
             queue.holdReleased(index::isHeld);
             changed();
         });
+    }
+
+    /** A terminated topic's record was carried to a new position: the index points there from now on. */
+    private void recordMoved(String key, RecordPosition position) {
+        long blockIndex;
+        try {
+            blockIndex = BlockRecordCodec.blockIndexOf(key);
+        } catch (MalformedRecordException notABlock) {
+            return;
+        }
+        coldReads.forget(blockIndex);
+        index.recordMoved(blockIndex, position);
     }
 
     // ---- restore, expiry, pacing

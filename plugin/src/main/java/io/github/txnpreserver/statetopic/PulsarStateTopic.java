@@ -90,6 +90,13 @@ public final class PulsarStateTopic implements StateTopic {
     private CompletableFuture<Void> settled = CompletableFuture.completedFuture(null);
     /** The latest fencing producer asked of the broker, until it is adopted or closed: a close waits for it. */
     private volatile CompletableFuture<?> creating = CompletableFuture.completedFuture(null);
+    private final CarryOver carry;
+    private volatile RecordsMoved moved = (key, position) -> { };
+    /**
+     * From the deletion of a terminated topic until its carrier is copied back: positions
+     * read now would find nothing (the records are in the carrier), so reads fail (retried).
+     */
+    private volatile boolean carrying;
 
     private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
                              Supplier<CompletableFuture<Boolean>> stillOwned, boolean topicPoliciesOn) {
@@ -101,6 +108,7 @@ public final class PulsarStateTopic implements StateTopic {
         this.stillOwned = stillOwned;
         this.topicPoliciesOn = topicPoliciesOn;
         this.reads = new CompactedViewReader(client, topic, () -> closed);
+        this.carry = new CarryOver(client, admin, coordinatorId, topic, sendTimeout.toMillis());
     }
 
     public static String topicName(long coordinatorId) {
@@ -125,8 +133,10 @@ public final class PulsarStateTopic implements StateTopic {
         return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.newProducer())
                 .thenCompose(producer -> stateTopic.adopt(producer, 0))
-                .thenApply(adopted -> adopted.properties())
-                .thenApply(properties -> {
+                // A carry that a crash interrupted is finished before anything is read or written.
+                .thenCompose(adopted -> stateTopic.carry.backIfAny(adopted.producer(), (key, position) -> { },
+                        () -> !stateTopic.closed))
+                .thenApply(carried -> {
                     log.info("Opened state topic {} as its only writer", stateTopic.topic);
                     return (StateTopic) stateTopic;
                 })
@@ -227,7 +237,21 @@ public final class PulsarStateTopic implements StateTopic {
 
     @Override
     public CompletableFuture<byte[]> readAt(String key, RecordPosition position) {
+        if (carrying) {
+            return CompletableFuture.failedFuture(new IllegalStateException("state topic " + topic + " is being"
+                    + " carried over (it was terminated); its records are read again once it is"));
+        }
         return reads.readAt(key, position);
+    }
+
+    @Override
+    public void onRecordsMoved(RecordsMoved listener) {
+        this.moved = listener;
+    }
+
+    @Override
+    public long replacementProgress() {
+        return carry.progress();
     }
 
     /**
@@ -338,9 +362,12 @@ public final class PulsarStateTopic implements StateTopic {
         return oldClosed
                 .thenCompose(ignored -> createNonPartitioned(admin, topic))
                 .thenCompose(created -> fence(attempt)
-                        .thenApply(adopted -> {
-                    // A topic without the writer's mark was created again by someone else.
-                    boolean recreated = created || !topicWasMarked;
+                        .thenCompose(adopted -> carryBack(adopted, attempt))
+                        .thenApply(carried -> {
+                    // A topic without the writer's mark was created again by someone else; one
+                    // whose complete carrier was copied back holds every record it held.
+                    boolean recreated = carried == CarryOver.Carried.COMPLETE ? false
+                            : carried == CarryOver.Carried.PARTIAL || created || !topicWasMarked;
                     log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
                             recreated ? " (the topic was gone and is created again)" : "");
                     return recreated;
@@ -395,18 +422,43 @@ public final class PulsarStateTopic implements StateTopic {
     }
 
     /**
-     * A terminated topic accepts no write ever again: it is deleted and created again, and
-     * the coordinator writes everything it keeps into it (it has read it first: see
-     * {@link #reopen}).
+     * A terminated topic accepts no write ever again: it is deleted and created again, its
+     * records carried over through {@link CarryOver} (the coordinator has read it first: see
+     * {@link #reopen}). Each destructive step is taken only while the attempt is current and
+     * the coordinator owned here.
      */
     private CompletableFuture<Boolean> recreateTerminated(long attempt) {
-        log.warn("Coordinator {}: state topic {} was terminated and can never be written again; deleting it and"
-                + " writing every kept outcome into a new one", coordinatorId, topic);
+        log.warn("Coordinator {}: state topic {} was terminated and can never be written again; carrying its records"
+                + " over into a new one through {}", coordinatorId, topic, CarryOver.carrierName(coordinatorId));
         return mayFence(attempt)
-                .thenCompose(mayStill -> admin.topics().deleteAsync(topic, true))
+                .thenCompose(mayStill -> carry.toCarrier(reads, () -> isCurrent(attempt)))
+                .thenCompose(copied -> mayFence(attempt))
+                .thenCompose(mayStill -> {
+                    carrying = true;
+                    return admin.topics().deleteAsync(topic, true);
+                })
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
                 .thenCompose(created -> fence(attempt))
-                .thenApply(adopted -> true);
+                .thenCompose(adopted -> carryBack(adopted, attempt))
+                .thenApply(carried -> carried != CarryOver.Carried.COMPLETE);
+    }
+
+    /**
+     * Copies a carrier left behind (by this attempt, or one a crash or a give-up interrupted)
+     * into the topic through the new writer, before it writes anything; reads work again once
+     * it is done.
+     */
+    private CompletableFuture<CarryOver.Carried> carryBack(Adopted adopted, long attempt) {
+        return carry.backIfAny(adopted.producer(), (key, position) -> moved.moved(key, position),
+                        () -> isCurrent(attempt))
+                .thenApply(carried -> {
+                    carrying = false;
+                    return carried;
+                });
+    }
+
+    private boolean isCurrent(long attempt) {
+        return !closed && attempts.get() == attempt;
     }
 
     @Override

@@ -66,7 +66,9 @@ public interface StateTopic {
     /**
      * Replaces the writer: the old one is closed (each of its pending writes has landed or
      * fails) and a new one opened, fencing any other. A topic deleted meanwhile is created
-     * again; a terminated one, which can never be written again, is deleted and created again.
+     * again; a terminated one, which can never be written again, is deleted and created
+     * again with its records carried over (each at a new position, reported to
+     * {@link #onRecordsMoved}): it then answers false, since no record is gone.
      *
      * @param unread whether the coordinator has yet to read the topic (its restore needs a
      *     writer for that): a terminated topic is then not deleted, since what it holds would
@@ -78,6 +80,21 @@ public interface StateTopic {
      */
     default CompletableFuture<Boolean> reopen(boolean unread) {
         return CompletableFuture.failedFuture(new UnsupportedOperationException("reopen " + this));
+    }
+
+    /**
+     * Who hears where records were carried when a terminated topic was created again
+     * ({@link #reopen}): called from any thread, for each record, before the reopen completes.
+     */
+    default void onRecordsMoved(RecordsMoved listener) {
+    }
+
+    /**
+     * Records a replacement under way has carried so far (a terminated topic's, into the topic
+     * created again): a replacement whose count moves is making progress, however long it takes.
+     */
+    default long replacementProgress() {
+        return 0;
     }
 
     /**
@@ -103,6 +120,12 @@ public interface StateTopic {
          * opens it): this one must not fence it back.
          */
         FENCED
+    }
+
+    /** Hears that a record's value is now at another position ({@link #onRecordsMoved}). */
+    @FunctionalInterface
+    interface RecordsMoved {
+        void moved(String key, RecordPosition position);
     }
 
     /** Receives the entries of {@link #readToEnd}. */

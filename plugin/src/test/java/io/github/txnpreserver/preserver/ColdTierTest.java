@@ -309,6 +309,92 @@ class ColdTierTest {
         }
     }
 
+    /**
+     * A terminated state topic can never be written again: it is deleted and created again,
+     * and its records, the only copy of the cold outcomes, are carried over into the new one
+     * (the real topic through a carrier topic: StateTopicFaultsIT). The cold tier follows
+     * them to their new positions; nothing is lost or answered "not found" meanwhile.
+     */
+    @Nested
+    @DisplayName("follows a terminated topic's records into the topic created again")
+    class CarriedOver {
+
+        /** Termination shows at the next write, which fails and has the writer replaced. */
+        private CompletableFuture<Void> terminatedAndWrittenTo() {
+            topic.terminateTopic();
+            CompletableFuture<Void> next = Ends.preserve(preserver, txn(600), Outcome.COMMITTED, "carol");
+            scheduler.advance(GROUP.multipliedBy(4));
+            return next;
+        }
+
+        @Test
+        void coldOutcomesAreAnsweredFromTheirNewPositionsAndNoneIsLost() {
+            blockZeroCold();
+            RecordPosition before = topic.entries().stream().filter(entry -> entry.key().equals("c0")).findFirst()
+                    .orElseThrow().position();
+
+            await(terminatedAndWrittenTo());
+
+            assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
+            assertThat(lookUp(600).owner()).isEqualTo("carol");
+            RecordPosition after = topic.entries().stream().filter(entry -> entry.key().equals("c0")).findFirst()
+                    .orElseThrow().position();
+            assertThat(after.ledgerId()).as("carried into a new ledger").isGreaterThan(before.ledgerId());
+            assertThat(figures().coldLost()).isZero();
+            assertThat(figures().kept()).isEqualTo(5);
+        }
+
+        @Test
+        void aColdLookupWhileTheRecordsAreCarriedIsAnsweredUnavailableNeverNotFound() {
+            blockZeroCold();
+            topic.holdCarry();
+            CompletableFuture<Void> next = terminatedAndWrittenTo();
+
+            CompletableFuture<KeptOutcome> during = lookUpAsync(1);
+            scheduler.runReady();
+
+            assertThat(during).failsWithin(Duration.ZERO).withThrowableThat()
+                    .withCauseInstanceOf(PreserverUnavailableException.class);
+            assertThat(next).as("the end waits for the new topic").isNotDone();
+            topic.releaseCarry();
+            await(next);
+            assertThat(lookUp(1).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(preserver.stats().malformedRecords.sum()).isZero();
+        }
+
+        @Test
+        void aLookupThatReadTheOldPositionOnceTheRecordMovedReadsItAgainWhereItIsNow() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> early = lookUpAsync(2);
+
+            await(terminatedAndWrittenTo());
+            topic.releaseColdReads();
+
+            assertThat(await(early)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
+            assertThat(preserver.stats().malformedRecords.sum()).as("a moved record is not a missing one").isZero();
+            assertThat(figures().coldLost()).isZero();
+        }
+
+        @Test
+        void anEndInAColdBlockWhoseRecordIsCarriedMeanwhileReadsItsColdPartWhereItIsNow() {
+            blockZeroCold();
+            topic.holdCarry();
+            CompletableFuture<Void> next = terminatedAndWrittenTo();
+            CompletableFuture<Void> late = Ends.preserve(preserver, txn(3), Outcome.ABORTED, "carol");
+            scheduler.advance(TransactionMetadataPreserver.COLD_PART_RETRY.multipliedBy(2));
+
+            topic.releaseCarry();
+            await(next);
+            await(late);
+
+            assertThat(topic.newestOutcomeOf(txn(1))).as("the block written whole").isEqualTo(Outcome.COMMITTED);
+            assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
+            assertThat(topic.newestOutcomeOf(txn(3))).isEqualTo(Outcome.ABORTED);
+        }
+    }
+
     @Nested
     @DisplayName("restores")
     class Restores {

@@ -677,7 +677,7 @@ class OutcomeIndexTest {
 
             index.merge(read, NOW);
 
-            assertThat(index.coldPositionOf(block(5) + 1)).isEqualTo(newer);
+            assertThat(index.coldRecordOf(5)).isEqualTo(newer);
             assertThat(index.blockCount()).as("not adopted into memory").isZero();
             assertThat(index.isHeld(5)).isFalse();
             assertThat(taken(changes)).isEmpty();
@@ -692,7 +692,7 @@ class OutcomeIndexTest {
 
             index.merge(read, NOW);
 
-            assertThat(index.coldPositionOf(block(5) + 1)).isEqualTo(newer);
+            assertThat(index.coldRecordOf(5)).isEqualTo(newer);
             assertThat(taken(changes)).isEmpty();
         }
 
@@ -711,7 +711,7 @@ class OutcomeIndexTest {
             index.merge(decoded, NOW);
 
             assertThat(taken(changes)).as("no tombstone over the newer record").isEmpty();
-            assertThat(index.coldPositionOf(block(5) + 1)).isEqualTo(newer);
+            assertThat(index.coldRecordOf(5)).isEqualTo(newer);
         }
     }
 

@@ -103,6 +103,12 @@ class StateTopicWriterTest {
         final List<CompletableFuture<Boolean>> reopens = new ArrayList<>();
         final List<Boolean> reopenUnread = new ArrayList<>();
         WriteFailure failWritesAs;
+        long carried;
+
+        @Override
+        public long replacementProgress() {
+            return carried;
+        }
 
         @Override
         public CompletableFuture<RecordPosition> write(String key, byte[] value) {
@@ -364,6 +370,24 @@ class StateTopicWriterTest {
          * topic to create no fencing producer for it and to close one it creates later; the
          * writer waits for its backoff and tries again. Its late answer changes nothing.
          */
+        /** A terminated topic's records being carried over take as long as there are records. */
+        @Test
+        void aReplacementThatMakesProgressIsNotGivenUpOnUntilItStops() {
+            end(1);
+            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            scheduler.advance(GROUP);
+            topic.failWritesAs = null;
+
+            for (int minute = 0; minute < 5; minute++) {
+                topic.carried += 1_000;
+                scheduler.advance(StateTopicWriter.REPLACE_TIMEOUT);
+            }
+            assertThat(topic.reopens.get(0)).as("carrying for five timeouts").isNotDone();
+            scheduler.advance(StateTopicWriter.REPLACE_TIMEOUT);
+            assertThat(topic.reopens.get(0)).as("a timeout without progress").isCompletedExceptionally();
+            assertThat(writer.state()).isEqualTo(REPLACE_PENDING);
+        }
+
         @Test
         void aReplacementThatDoesNotAnswerInTimeIsGivenUpOnAndTriedAgainAfterItsBackoff() {
             end(1);

@@ -74,6 +74,9 @@ class PulsarStateTopicTest {
                 new PartitionedTopicMetadata(0)));
         when(topics.getPropertiesAsync(TOPIC)).thenAnswer(invocation ->
                 CompletableFuture.completedFuture(Map.copyOf(properties)));
+        // No carrier of a terminated topic is left behind.
+        when(topics.getPropertiesAsync(CarryOver.carrierName(TC))).thenReturn(CompletableFuture.failedFuture(
+                new PulsarAdminException.NotFoundException(null, "no such topic", 404)));
         when(topics.updatePropertiesAsync(anyString(), anyMap())).thenAnswer(invocation -> {
             properties.putAll(invocation.getArgument(1));
             return CompletableFuture.completedFuture(null);
@@ -260,6 +263,9 @@ class PulsarStateTopicTest {
         assertThat(first).isCompletedExceptionally();
         verify(producers.get(1)).closeAsync();
 
+        // No carrier of a terminated topic is left behind.
+        when(topics.getPropertiesAsync(CarryOver.carrierName(TC))).thenReturn(CompletableFuture.failedFuture(
+                new PulsarAdminException.NotFoundException(null, "no such topic", 404)));
         when(topics.updatePropertiesAsync(anyString(), anyMap())).thenAnswer(invocation -> {
             properties.putAll(invocation.getArgument(1));
             return CompletableFuture.completedFuture(null);

@@ -55,6 +55,10 @@ public final class InMemoryStateTopic implements StateTopic {
     private boolean createdAgainUnseen;
     private boolean fencedByOther;
     private boolean holdWritesAfterReopen;
+    private boolean terminated;
+    private boolean carrying;
+    private CompletableFuture<Void> carryGate = CompletableFuture.completedFuture(null);
+    private RecordsMoved moved = (key, position) -> { };
     private final java.util.ArrayDeque<WriteFailure> nextFaults = new java.util.ArrayDeque<>();
     private boolean ownedHere = true;
     private final AtomicInteger failingReopens = new AtomicInteger();
@@ -146,6 +150,35 @@ public final class InMemoryStateTopic implements StateTopic {
         topicGone = true;
         log.clear();
         ledger++;
+    }
+
+    /**
+     * The topic is terminated: every write fails as {@link WriteFailure#LOST}, and the next
+     * {@link #reopen} (once the topic is read) carries its records over, as the real topic
+     * does: each key's newest value at a new position in a new ledger, reported to
+     * {@link #onRecordsMoved}; cold reads fail while the carry lasts.
+     */
+    public synchronized void terminateTopic() {
+        writerFault = WriteFailure.LOST;
+        terminated = true;
+    }
+
+    /** The next carry stops once its records are out of the old topic, until {@link #releaseCarry()}. */
+    public synchronized void holdCarry() {
+        carryGate = new CompletableFuture<>();
+    }
+
+    public void releaseCarry() {
+        CompletableFuture<Void> gate;
+        synchronized (this) {
+            gate = carryGate;
+        }
+        gate.complete(null);
+    }
+
+    @Override
+    public synchronized void onRecordsMoved(RecordsMoved listener) {
+        moved = listener;
     }
 
     /**
@@ -350,6 +383,11 @@ public final class InMemoryStateTopic implements StateTopic {
                 return CompletableFuture.failedFuture(new IllegalStateException("injected: state topic unreachable"));
             }
             synchronized (this) {
+                if (carrying) {
+                    return CompletableFuture.failedFuture(new IllegalStateException("state topic being carried over"));
+                }
+            }
+            synchronized (this) {
                 for (Entry entry : log) {
                     RecordPosition at = entry.position();
                     if (at.ledgerId() > position.ledgerId()
@@ -406,6 +444,11 @@ public final class InMemoryStateTopic implements StateTopic {
             callLog.record("state-reopen failed");
             return CompletableFuture.failedFuture(new IllegalStateException("injected: topic still unavailable"));
         }
+        synchronized (this) {
+            if (terminated && !unread) {
+                return carryOver();
+            }
+        }
         boolean recreated;
         synchronized (this) {
             recreated = topicGone;
@@ -419,6 +462,32 @@ public final class InMemoryStateTopic implements StateTopic {
         reopens.incrementAndGet();
         callLog.record((recreated ? "state-reopen recreated" : "state-reopen") + (unread ? " unread" : ""));
         return CompletableFuture.completedFuture(recreated);
+    }
+
+    private CompletableFuture<Boolean> carryOver() {
+        Map<String, byte[]> carried = newestValues();
+        log.clear();
+        ledger++;
+        carrying = true;
+        reopens.incrementAndGet();
+        return carryGate.thenApply(open -> {
+            List<Entry> landed = new ArrayList<>();
+            RecordsMoved listener;
+            synchronized (this) {
+                carried.forEach((key, value) -> {
+                    Entry entry = newEntry(key, value);
+                    log.add(entry);
+                    landed.add(entry);
+                });
+                terminated = false;
+                carrying = false;
+                writerFault = WriteFailure.TRANSIENT;
+                listener = moved;
+            }
+            landed.forEach(entry -> listener.moved(entry.key(), entry.position()));
+            callLog.record("state-reopen carried " + landed.size());
+            return false;
+        });
     }
 
     /** The error of a write made by a lost or wedged writer. */

@@ -1,0 +1,244 @@
+package io.github.txnpreserver.statetopic;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.admin.PulsarAdminException;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.ProducerAccessMode;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.client.api.Reader;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.common.util.FutureUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Carries a terminated state topic's records into the topic created again under its name.
+ * A terminated topic accepts no write ever again, so it must be deleted; but once outcomes
+ * went cold its records are their only copy. So before the deletion its compacted view is
+ * copied into a <em>carrier</em> topic, {@code persistent://pulsar/system/__txn_preserver_carrier_<TCid>},
+ * closed by a completion record; after the topic is created again, the carrier is copied
+ * back through the new writer (each record's new position reported) and deleted.
+ *
+ * <p>Each step survives a crash or a replacement given up on: a carrier left behind is
+ * copied back by the next writer of the topic ({@link #backIfAny}), before it writes
+ * anything; a copy into the carrier that did not finish is made again (a key's later value
+ * wins, so copies of copies change nothing). A carrier without its completion record, met
+ * after the topic was created again, means the topic was deleted by someone else meanwhile:
+ * what it has is copied back, and the topic counts as created again.
+ *
+ * <p>Runs its blocking reads on a thread of its own, one carry at a time; the caller checks,
+ * between windows of {@value #WINDOW} records, that it may still go on.
+ */
+final class CarryOver {
+
+    private static final Logger log = LoggerFactory.getLogger(CarryOver.class);
+    private static final String CARRIER_PREFIX = "persistent://pulsar/system/__txn_preserver_carrier_";
+    /** The last record of a carrier whose copy finished. */
+    static final String COMPLETE_KEY = "carry-complete";
+    static final int WINDOW = 1_000;
+    private static final int READ_TIMEOUT_SECONDS = 60;
+
+    /** What {@link #backIfAny} found. */
+    enum Carried {
+        /** No carrier: nothing to copy back. */
+        NONE,
+        /** A complete carrier was copied back: the topic holds every record it held. */
+        COMPLETE,
+        /** A carrier without its completion record was copied back: records may be missing. */
+        PARTIAL
+    }
+
+    private final PulsarClient client;
+    private final PulsarAdmin admin;
+    private final String topic;
+    private final String carrier;
+    private final long sendTimeoutMillis;
+    private final AtomicLong progress = new AtomicLong();
+
+    CarryOver(PulsarClient client, PulsarAdmin admin, long coordinatorId, String topic, long sendTimeoutMillis) {
+        this.client = client;
+        this.admin = admin;
+        this.topic = topic;
+        this.carrier = CARRIER_PREFIX + coordinatorId;
+        this.sendTimeoutMillis = sendTimeoutMillis;
+    }
+
+    static String carrierName(long coordinatorId) {
+        return CARRIER_PREFIX + coordinatorId;
+    }
+
+    /** Records copied so far, ever: a carry that moves this is making progress. */
+    long progress() {
+        return progress.get();
+    }
+
+    /**
+     * Copies the terminated topic's compacted view (tombstones included, the restore barrier
+     * not) to the end of the carrier, then the completion record.
+     *
+     * @param mayGoOn asked between windows: false stops the copy (it fails)
+     */
+    CompletableFuture<Void> toCarrier(CompactedViewReader view, BooleanSupplier mayGoOn) {
+        return client.newProducer(Schema.BYTES)
+                .topic(carrier)
+                .accessMode(ProducerAccessMode.ExclusiveWithFencing)
+                .enableBatching(true)
+                .blockIfQueueFull(true)
+                .sendTimeout((int) sendTimeoutMillis, TimeUnit.MILLISECONDS)
+                .createAsync()
+                .thenCompose(producer -> {
+                    ExecutorService thread = newThread();
+                    Window window = new Window(producer, mayGoOn);
+                    return view.readAll((key, value, position) -> window.send(key, value, null), thread)
+                            .thenApplyAsync(read -> {
+                                window.send(COMPLETE_KEY, new byte[0], null);
+                                window.drain();
+                                log.info("Copied {} records of terminated state topic {} into {}", window.sent,
+                                        topic, carrier);
+                                return (Void) null;
+                            }, thread)
+                            .whenComplete((done, error) -> {
+                                thread.shutdown();
+                                producer.closeAsync();
+                            });
+                });
+    }
+
+    /**
+     * Copies a carrier left behind, if any, into the topic through its writer, reporting each
+     * record's new position, then deletes the carrier.
+     *
+     * @param mayGoOn asked between windows and before the deletion: false stops (it fails)
+     */
+    CompletableFuture<Carried> backIfAny(Producer<byte[]> writer, StateTopic.RecordsMoved moved,
+                                         BooleanSupplier mayGoOn) {
+        return exists().thenCompose(exists -> !exists ? CompletableFuture.completedFuture(Carried.NONE)
+                : client.newReader(Schema.BYTES)
+                        .topic(carrier)
+                        .startMessageId(MessageId.earliest)
+                        .receiverQueueSize(WINDOW)
+                        .createAsync()
+                        .thenCompose(reader -> {
+                            ExecutorService thread = newThread();
+                            return CompletableFuture.supplyAsync(() -> copyBack(reader, writer, moved, mayGoOn),
+                                    thread).whenComplete((carried, error) -> {
+                                        thread.shutdown();
+                                        reader.closeAsync();
+                                    });
+                        })
+                        .thenCompose(carried -> {
+                            if (!mayGoOn.getAsBoolean()) {
+                                return CompletableFuture.failedFuture(stopped());
+                            }
+                            return admin.topics().deleteAsync(carrier, true).thenApply(deleted -> carried);
+                        }));
+    }
+
+    private Carried copyBack(Reader<byte[]> reader, Producer<byte[]> writer, StateTopic.RecordsMoved moved,
+                             BooleanSupplier mayGoOn) {
+        Window window = new Window(writer, mayGoOn);
+        boolean complete = false;
+        while (hasMore(reader)) {
+            Message<byte[]> message = next(reader);
+            if (message == null) {
+                throw new IllegalStateException("no record of carrier " + carrier + " within " + READ_TIMEOUT_SECONDS
+                        + " s");
+            }
+            if (COMPLETE_KEY.equals(message.getKey())) {
+                complete = true;
+                continue;
+            }
+            complete = false;
+            window.send(message.getKey(), message.getData(), moved);
+        }
+        window.drain();
+        log.info("Copied {} records of carrier {} back into state topic {} ({})", window.sent, carrier, topic,
+                complete ? "complete" : "without its completion record");
+        return complete ? Carried.COMPLETE : Carried.PARTIAL;
+    }
+
+    private CompletableFuture<Boolean> exists() {
+        return admin.topics().getPropertiesAsync(carrier).thenApply(properties -> true).exceptionallyCompose(error ->
+                FutureUtil.unwrapCompletionException(error) instanceof PulsarAdminException.NotFoundException
+                        ? CompletableFuture.completedFuture(false) : CompletableFuture.failedFuture(error));
+    }
+
+    /** Sends in windows: each waited for (bounded) before the next, and the caller asked in between. */
+    private final class Window {
+        private final Producer<byte[]> producer;
+        private final BooleanSupplier mayGoOn;
+        private final List<CompletableFuture<?>> sends = new ArrayList<>(WINDOW);
+        private long sent;
+
+        Window(Producer<byte[]> producer, BooleanSupplier mayGoOn) {
+            this.producer = producer;
+            this.mayGoOn = mayGoOn;
+        }
+
+        void send(String key, byte[] valueOrNull, StateTopic.RecordsMoved moved) {
+            if (key == null || PulsarStateTopic.BARRIER_KEY.equals(key)) {
+                return;
+            }
+            CompletableFuture<MessageId> send = producer.newMessage().key(key).value(valueOrNull).sendAsync();
+            sends.add(moved == null || valueOrNull == null ? send
+                    : send.thenAccept(id -> moved.moved(key, RecordPosition.of(id))));
+            if (sends.size() >= WINDOW) {
+                drain();
+            }
+        }
+
+        void drain() {
+            producer.flushAsync();
+            CompletableFuture.allOf(sends.toArray(new CompletableFuture[0]))
+                    .orTimeout(sendTimeoutMillis + READ_TIMEOUT_SECONDS * 1000L, TimeUnit.MILLISECONDS).join();
+            sent += sends.size();
+            progress.addAndGet(sends.size());
+            sends.clear();
+            if (!mayGoOn.getAsBoolean()) {
+                throw new CompletionException(stopped());
+            }
+        }
+    }
+
+    private PulsarClientException.AlreadyClosedException stopped() {
+        return new PulsarClientException.AlreadyClosedException("the carry of state topic " + topic
+                + " was given up on");
+    }
+
+    private static boolean hasMore(Reader<byte[]> reader) {
+        try {
+            return reader.hasMessageAvailable();
+        } catch (PulsarClientException e) {
+            throw new CompletionException(e);
+        }
+    }
+
+    private static Message<byte[]> next(Reader<byte[]> reader) {
+        try {
+            return reader.readNext(READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (PulsarClientException e) {
+            throw new CompletionException(e);
+        }
+    }
+
+    /** A thread of its own for one carry's blocking reads (never a client thread: its sends need those). */
+    private static ExecutorService newThread() {
+        return Executors.newSingleThreadExecutor(runnable -> {
+            Thread carrying = new Thread(runnable, "txn-preserver-carry");
+            carrying.setDaemon(true);
+            return carrying;
+        });
+    }
+}
