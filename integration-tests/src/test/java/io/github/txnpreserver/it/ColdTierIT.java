@@ -37,6 +37,7 @@ class ColdTierIT {
 
     private static final int THREADS = 6;
     private static final Duration LOAD = Duration.ofSeconds(40);
+    private static final String STATE_TOPIC = "persistent://pulsar/system/__terminated_txn_state_0";
     private static LocalPulsar pulsar;
 
     @BeforeAll
@@ -117,10 +118,24 @@ class ColdTierIT {
         assertThat(memoryEvictions()).as("none was dropped by the restore").isZero();
         assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_cold_outcomes"))
                 .as("the restore kept what does not fit cold").isPositive();
+
+        // A terminated state topic is deleted and created again: the records of the cold
+        // outcomes, their only copy, are carried over into the new one.
+        try (PulsarAdmin admin = Txns.admin(pulsar); PulsarClient client = Txns.client(pulsar)) {
+            admin.topics().terminateTopic(STATE_TOPIC);
+            Txns.open(client, Duration.ofMinutes(5)).commit().get(60, TimeUnit.SECONDS);
+            retryEveryProbe(committedProbes, abortedProbes, "after the state topic was terminated");
+            assertThat(admin.topics().getList("pulsar/system")).as("the carrier is deleted once copied back")
+                    .noneMatch(name -> name.contains("__txn_preserver_carrier_"));
+        }
+        assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_cold_lost_total")).isZero();
+        assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_malformed_records_total")).isZero();
+        pulsar.restartAfterKill();
+        retryEveryProbe(committedProbes, abortedProbes, "after the carry-over and a kill -9");
     }
 
     private static void compactStateTopic() throws Exception {
-        String stateTopic = "persistent://pulsar/system/__terminated_txn_state_0";
+        String stateTopic = STATE_TOPIC;
         try (PulsarAdmin admin = Txns.admin(pulsar)) {
             admin.topics().triggerCompaction(stateTopic);
             long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);

@@ -242,8 +242,9 @@ class StateTopicFaultsIT {
     }
 
     /**
-     * A terminated topic can never be written again: the coordinator deletes it, creates it
-     * again and writes every outcome it keeps into it, so nothing kept is lost.
+     * A terminated topic can never be written again: the coordinator carries its records
+     * into a carrier topic, deletes it, creates it again and copies them back, so nothing
+     * kept is lost (the cold tier's records among them: ColdTierIT).
      */
     @Test
     void aTerminatedStateTopicIsCreatedAgainWithEveryKeptOutcome() throws Exception {

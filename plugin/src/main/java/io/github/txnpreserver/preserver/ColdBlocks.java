@@ -29,7 +29,7 @@ final class ColdBlocks {
     private static final int PAGE_SIZE = 1 << PAGE_SHIFT;
     private static final int PAGE_MASK = PAGE_SIZE - 1;
     /** Columns and headers of a page, and its tree entry. */
-    static final long PAGE_BYTES = PAGE_SIZE * (8L + 8 + 4 + 4 + 4 + 4 + 2) + 7 * 16 + 64;
+    static final long PAGE_BYTES = PAGE_SIZE * (8L + 8 + 4 + 4 + 4 + 4 + 2) + 7 * 16 + 64 + 12;
 
     private static final class Page {
         final long[] ledger = new long[PAGE_SIZE];
@@ -41,6 +41,29 @@ final class ColdBlocks {
         /** Outcomes of each block; 0 where the page has no block. */
         final short[] outcomes = new short[PAGE_SIZE];
         int blocks;
+        /**
+         * The page's oldest end time, and the oldest of its blocks' newest end times: so that
+         * the window and the expiry, asked every second, visit pages, not blocks. A removal
+         * that may have taken either makes them stale, recomputed when next asked.
+         */
+        int oldest = Integer.MAX_VALUE;
+        int oldestNewest = Integer.MAX_VALUE;
+        boolean stale;
+
+        void refresh() {
+            if (!stale) {
+                return;
+            }
+            oldest = Integer.MAX_VALUE;
+            oldestNewest = Integer.MAX_VALUE;
+            for (int slot = 0; slot < PAGE_SIZE; slot++) {
+                if (outcomes[slot] != 0) {
+                    oldest = Math.min(oldest, minTime[slot]);
+                    oldestNewest = Math.min(oldestNewest, maxTime[slot]);
+                }
+            }
+            stale = false;
+        }
     }
 
     private final Long2ObjectAVLTreeMap<Page> pages = new Long2ObjectAVLTreeMap<>();
@@ -69,6 +92,8 @@ final class ColdBlocks {
         page.minTime[slot] = minTime;
         page.maxTime[slot] = maxTime;
         page.outcomes[slot] = (short) count;
+        page.oldest = Math.min(page.oldest, minTime);
+        page.oldestNewest = Math.min(page.oldestNewest, maxTime);
         page.blocks++;
         blocks++;
         outcomes += count;
@@ -129,12 +154,37 @@ final class ColdBlocks {
         }
         int count = page.outcomes[slot];
         page.outcomes[slot] = 0;
+        if (page.minTime[slot] <= page.oldest || page.maxTime[slot] <= page.oldestNewest) {
+            page.stale = true;
+        }
         blocks--;
         outcomes -= count;
         if (--page.blocks == 0) {
             pages.remove(index >>> PAGE_SHIFT);
         }
         return count;
+    }
+
+    /** The lowest cold block's index above {@code index}, or -1 if none is. */
+    long next(long index) {
+        long after = index + 1;
+        long pageKey = after >>> PAGE_SHIFT;
+        Page page = pages.get(pageKey);
+        if (page != null) {
+            for (int slot = (int) (after & PAGE_MASK); slot < PAGE_SIZE; slot++) {
+                if (page.outcomes[slot] != 0) {
+                    return (pageKey << PAGE_SHIFT) + slot;
+                }
+            }
+        }
+        for (Long2ObjectMap.Entry<Page> entry : pages.tailMap(pageKey + 1).long2ObjectEntrySet()) {
+            for (int slot = 0; slot < PAGE_SIZE; slot++) {
+                if (entry.getValue().outcomes[slot] != 0) {
+                    return (entry.getLongKey() << PAGE_SHIFT) + slot;
+                }
+            }
+        }
+        return -1;
     }
 
     /** The lowest cold block's index, or -1 if none is cold. */
@@ -155,6 +205,10 @@ final class ColdBlocks {
         LongArrayList expired = new LongArrayList();
         for (Long2ObjectMap.Entry<Page> entry : pages.long2ObjectEntrySet()) {
             Page page = entry.getValue();
+            page.refresh();
+            if (page.oldestNewest > through) {
+                continue;
+            }
             for (int slot = 0; slot < PAGE_SIZE; slot++) {
                 if (page.outcomes[slot] != 0 && page.maxTime[slot] <= through) {
                     expired.add((entry.getLongKey() << PAGE_SHIFT) + slot);
@@ -168,11 +222,8 @@ final class ColdBlocks {
     int minTime() {
         int min = Integer.MAX_VALUE;
         for (Page page : pages.values()) {
-            for (int slot = 0; slot < PAGE_SIZE; slot++) {
-                if (page.outcomes[slot] != 0) {
-                    min = Math.min(min, page.minTime[slot]);
-                }
-            }
+            page.refresh();
+            min = Math.min(min, page.oldest);
         }
         return min;
     }

@@ -141,6 +141,14 @@ final class ColdReads {
     private void startReads() {
         while (reading < MAX_READING && !queued.isEmpty()) {
             Read read = queued.poll();
+            if (read.askers().stream().allMatch(CompletableFuture::isDone)) {
+                // Every asker was answered "unavailable" while it queued: the read would only
+                // hold back those behind it.
+                if (reads.get(read.blockIndex()) == read) {
+                    reads.remove(read.blockIndex());
+                }
+                continue;
+            }
             reading++;
             long startNanos = scheduler.nanoTime();
             CompletableFuture<byte[]> value;

@@ -263,7 +263,8 @@ final class OutcomeIndex {
     /**
      * The state topic was created again: no block's record is there any more (those in
      * memory are written again, and go cold only once that lands); the cold blocks' records
-     * are gone with it, and no memory holds them.
+     * are gone with it, and no memory holds them but their floor entries, which are written
+     * again as floor-only records.
      *
      * @return how many cold outcomes were lost
      */
@@ -274,7 +275,8 @@ final class OutcomeIndex {
         long lost = 0;
         for (long index : cold.indexes()) {
             if (!awaitingCold.contains(index)) {
-                lost += cold.remove(index);
+                int outcomes = cold.outcomes(index);
+                lost += outcomes - dropCold(index);
             }
         }
         // A block awaiting its cold part goes on with what memory has.
@@ -397,10 +399,19 @@ final class OutcomeIndex {
         return null;
     }
 
+    /**
+     * The lowest cold block that may be dropped, among the lowest {@value #COLD_CANDIDATES_SCANNED}:
+     * one held (a restore may hold its newer record) or back in memory is passed over.
+     */
     private long lowestDroppableCold() {
-        long lowest = cold.lowest();
-        // Held (a restore may hold its newer record) or back in memory: not dropped.
-        return lowest >= 0 && !isHeld(lowest) && !blocks.containsKey(lowest) ? lowest : -1;
+        int scanned = 0;
+        for (long index = cold.lowest(); index >= 0 && scanned < COLD_CANDIDATES_SCANNED;
+             index = cold.next(index), scanned++) {
+            if (!isHeld(index) && !blocks.containsKey(index)) {
+                return index;
+            }
+        }
+        return -1;
     }
 
     /** A block whose landed record says what it holds leaves memory; its record stays, now its only copy. */
@@ -501,7 +512,11 @@ final class OutcomeIndex {
                 + floorOnlyBlocks.bytes() + cold.bytes();
     }
 
-    /** Age of the oldest outcome in the window (floor entries past it not counted); 0 when empty. */
+    /**
+     * Age of the oldest outcome in the window (floor entries past it not counted); 0 when
+     * empty. At most the time-to-live: a cold block stays until its newest outcome expires,
+     * but its older ones are no longer answered.
+     */
     long windowMillis(long nowMillis) {
         int min = cold.minTime();
         for (OutcomeBlock block = byAge.oldest(); block != null; block = block.newer) {
@@ -509,7 +524,7 @@ final class OutcomeIndex {
                 min = Math.min(min, block.minTime());
             }
         }
-        return min == Integer.MAX_VALUE ? 0 : Math.max(0, nowMillis - millisOf(min));
+        return min == Integer.MAX_VALUE ? 0 : Math.min(timeToLiveMillis, Math.max(0, nowMillis - millisOf(min)));
     }
 
     long memoryEvictions() {

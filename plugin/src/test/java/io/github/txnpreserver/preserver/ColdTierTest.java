@@ -11,6 +11,8 @@ import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.ManualScheduler;
 import io.github.txnpreserver.testing.MutableClock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.AfterEach;
@@ -176,6 +178,37 @@ class ColdTierTest {
             assertThat(lookUp(1).outcome()).as("the late answer is remembered").isEqualTo(Outcome.COMMITTED);
         }
 
+        /** Under a burst, a read whose every asker was already answered "unavailable" is not made. */
+        @Test
+        void aQueuedReadWhoseAskersAllGaveUpIsNotMade() {
+            int coldBlocks = ColdReads.MAX_READING + 1;
+            for (int block = 0; block < coldBlocks; block++) {
+                end(256L * block, Outcome.COMMITTED, "alice");
+            }
+            clock.advance(Duration.ofSeconds(1));
+            end(256L * 20, Outcome.COMMITTED, "alice");
+            for (int block = 0; block < coldBlocks; block++) {
+                boundStep();
+            }
+            assertThat(figures().cold()).isEqualTo(coldBlocks);
+            topic.holdColdReads();
+            int readsBefore = topic.coldReadCount();
+            List<CompletableFuture<KeptOutcome>> burst = new ArrayList<>();
+            for (int block = 0; block < coldBlocks; block++) {
+                burst.add(lookUpAsync(256L * block));
+            }
+            scheduler.advance(TransactionMetadataPreserver.COLD_READ_WAIT);
+            assertThat(burst).allMatch(CompletableFuture::isCompletedExceptionally);
+
+            topic.releaseColdReads();
+            scheduler.runReady();
+
+            assertThat(topic.coldReadCount() - readsBefore).as("the queued read is not made").isEqualTo(
+                    ColdReads.MAX_READING);
+            assertThat(lookUp(256L * (coldBlocks - 1)).outcome()).as("asked again, it is").isEqualTo(
+                    Outcome.COMMITTED);
+        }
+
         @Test
         void aLookupWaitingForAColdReadWhenTheCoordinatorClosesIsAnsweredUnavailable() {
             blockZeroCold();
@@ -306,6 +339,29 @@ class ColdTierTest {
             assertThat(lookUp(300)).as("memory's blocks are written again").isNotNull();
             assertThat(topic.liveKeys()).containsExactly("c1");
             assertThat(figures().kept()).isEqualTo(2);
+            assertThat(figures().coldLost()).isEqualTo(2);
+        }
+
+        @Test
+        void aTopicCreatedAgainKeepsTheFloorEntriesOfItsColdBlocksAndCountsOnlyTheRestLost() {
+            end(1, Outcome.COMMITTED, "alice");
+            end(2, Outcome.ABORTED, "carol");
+            clock.advance(Duration.ofSeconds(1));
+            end(300, Outcome.COMMITTED, "alice");
+            boundStep();
+            assertThat(figures().cold()).isEqualTo(2);
+            topic.deleteTopicAndComeBackEmpty();
+
+            preserver.checkTopicCreatedAgain();
+            scheduler.advance(GROUP.multipliedBy(2));
+
+            assertThat(lookUp(2)).as("carol's newest: her floor entry").isEqualTo(new KeptOutcome(txn(2),
+                    Outcome.ABORTED, "carol", NOW));
+            assertThat(lookUp(1)).isNull();
+            assertThat(figures().coldLost()).isEqualTo(1);
+            assertThat(topic.newestOutcomeOf(txn(2))).as("written again, as a floor-only record")
+                    .isEqualTo(Outcome.ABORTED);
+            assertThat(topic.liveKeys()).containsExactlyInAnyOrder("c0", "c1");
         }
     }
 
@@ -462,6 +518,40 @@ class ColdTierTest {
             assertThat(cold.bytes()).isEqualTo(ColdBlocks.PAGE_BYTES);
             assertThat(cold.lowest()).isEqualTo(300);
             assertThat(cold.remove(3)).isZero();
+        }
+
+        /** The window and the expiry, asked every second, follow removals within a page. */
+        @Test
+        void theOldestEndTimesFollowTheBlocksThatLeaveAPage() {
+            cold.put(10, new RecordPosition(1, 1, -1, 0), 3, 100, 400);
+            cold.put(11, new RecordPosition(1, 2, -1, 0), 3, 200, 250);
+            cold.put(12, new RecordPosition(1, 3, -1, 0), 3, 300, 350);
+            assertThat(cold.minTime()).isEqualTo(100);
+            assertThat(cold.expiredThrough(260).toLongArray()).containsExactly(11L);
+
+            cold.remove(10);
+            assertThat(cold.minTime()).isEqualTo(200);
+            cold.remove(11);
+            assertThat(cold.minTime()).isEqualTo(300);
+            assertThat(cold.expiredThrough(260).toLongArray()).isEmpty();
+            assertThat(cold.expiredThrough(350).toLongArray()).containsExactly(12L);
+
+            cold.put(13, new RecordPosition(1, 4, -1, 0), 3, 50, 60);
+            assertThat(cold.minTime()).isEqualTo(50);
+            assertThat(cold.expiredThrough(60).toLongArray()).containsExactly(13L);
+            cold.put(13, new RecordPosition(1, 5, -1, 0), 3, 500, 600);
+            assertThat(cold.minTime()).as("a block put again replaces its times").isEqualTo(300);
+        }
+
+        @Test
+        void acrossManyPagesTheOldestAndTheExpiredAreExact() {
+            for (int block = 0; block < 256 * 40; block++) {
+                cold.put(block, new RecordPosition(1, block, -1, 0), 256, 1000 + block, 2000 + block);
+            }
+            cold.remove(0);
+            assertThat(cold.minTime()).isEqualTo(1001);
+            assertThat(cold.expiredThrough(1999).toLongArray()).isEmpty();
+            assertThat(cold.expiredThrough(2001).toLongArray()).containsExactly(1L);
         }
 
         @Test

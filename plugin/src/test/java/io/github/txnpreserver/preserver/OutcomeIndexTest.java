@@ -716,6 +716,57 @@ class OutcomeIndexTest {
     }
 
     @Nested
+    @DisplayName("the cold tier under the memory bound")
+    class ColdUnderTheBound {
+
+        private final List<Long> changes = new ArrayList<>();
+        private final OutcomeIndex index = index(1, 1000, changes);
+        private final List<Long> coldReads = new ArrayList<>();
+
+        /** Blocks 0, 1 and 2 cold; alice's newest, her floor entry, in block 5, in memory. */
+        private void threeColdBlocks() {
+            index.readColdWith((blockIndex, position) -> coldReads.add(blockIndex));
+            for (long block = 0; block < 3; block++) {
+                commit(index, block(block), "alice", NOW);
+                index.landed(block, new RecordPosition(1, block, -1, 0));
+            }
+            commit(index, block(5), "alice", NOW + SECOND);
+            for (int i = 0; i < 3; i++) {
+                assertThat(index.evictOldest(block -> block != 5)).isEqualTo(OutcomeIndex.Eviction.COLD);
+            }
+            assertThat(index.cold.blocks()).isEqualTo(3);
+        }
+
+        @Test
+        void theLowestColdBlockBackInMemoryIsPassedOverAndTheNextIsDropped() {
+            threeColdBlocks();
+            commit(index, block(0) + 7, "bob", NOW);
+            assertThat(coldReads).as("block 0 awaits its cold part").containsExactly(0L);
+
+            assertThat(index.evictOldest(block -> false)).isEqualTo(OutcomeIndex.Eviction.DROPPED);
+
+            assertThat(index.cold.contains(1)).as("dropped").isFalse();
+            assertThat(index.cold.contains(0)).isTrue();
+            assertThat(index.cold.contains(2)).isTrue();
+        }
+
+        @Test
+        void theWindowIsAtMostTheTimeToLiveWhileAColdBlockKeepsAnExpiredOutcome() {
+            index.readColdWith((blockIndex, position) -> coldReads.add(blockIndex));
+            commit(index, block(0), "alice", NOW);
+            commit(index, block(0) + 1, "alice", NOW + 10 * MINUTE);
+            index.landed(0, new RecordPosition(1, 0, -1, 0));
+            commit(index, block(5), "alice", NOW + 10 * MINUTE);
+            index.evictOldest(block -> block == 0);
+            long later = NOW + TTL + MINUTE;
+            index.expire(later);
+            assertThat(index.cold.contains(0)).as("its newest outcome has not expired").isTrue();
+
+            assertThat(index.windowMillis(later)).isEqualTo(TTL);
+        }
+    }
+
+    @Nested
     @DisplayName("restore")
     class Restore {
 
