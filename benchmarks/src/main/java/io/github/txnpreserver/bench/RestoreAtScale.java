@@ -51,7 +51,9 @@ public final class RestoreAtScale {
         String label = (outcomes / 1_000_000) + "m";
         try (LocalPulsar pulsar = LocalPulsar.startWithTestHooks("restore-" + label, Map.of(
                         "transactionMetaPersistCount", "100"),
-                "-Xms2g -Xmx2g -Dtxnpreserver.testhooks.sequenceFloor=" + (FIRST_SEQUENCE + outcomes))) {
+                "-Xms2g -Xmx2g -Dtxnpreserver.testhooks.sequenceFloor=" + (FIRST_SEQUENCE + outcomes) + " "
+                        // e.g. a flight recording of the restore: -XX:StartFlightRecording=filename=...
+                        + System.getProperty("txnpreserver.bench.brokerOpts", ""))) {
             long writeStart = System.nanoTime();
             long records = writeBlocks(pulsar, outcomes);
             say("wrote %d outcomes in %d block records in %.1f s", outcomes, records,

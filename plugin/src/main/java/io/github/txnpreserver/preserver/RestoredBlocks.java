@@ -30,6 +30,8 @@ final class RestoredBlocks {
     /** Per owner id of {@link #owners}: the newest outcomes of the blocks kept cold. */
     private final Int2ObjectOpenHashMap<NewestPerClient> coldFloor = new Int2ObjectOpenHashMap<>();
     private long decodedBytes;
+    /** Scratch: the kept offsets of the block being kept cold. */
+    private final int[] offsets = new int[OutcomeBlock.SIZE];
 
     /** Everything decoded (tests, and reads that fit). */
     RestoredBlocks() {
@@ -88,11 +90,32 @@ final class RestoredBlocks {
                 continue;
             }
             cold.put(block.index, block.landed, block.count(), block.minTime(), block.maxTime());
-            long first = block.firstSequence();
-            for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
-                coldFloor.computeIfAbsent(block.owner(offset), owner -> new NewestPerClient(perClient))
-                        .offer(block.time(offset), first + offset, block.committed(offset));
+            offerNewestFirst(block);
+        }
+    }
+
+    /**
+     * A block kept cold offers its outcomes to their clients' floor candidates, newest first:
+     * end times mostly grow with the sequence, so once a client has its {@code perClient}
+     * newest, its block's older outcomes are turned away at a glance instead of each replacing
+     * the oldest candidate (which was most of a large restore's time).
+     */
+    private void offerNewestFirst(OutcomeBlock block) {
+        int kept = 0;
+        for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
+            offsets[kept++] = offset;
+        }
+        long first = block.firstSequence();
+        int lastOwner = -1;
+        NewestPerClient client = null;
+        for (int i = kept - 1; i >= 0; i--) {
+            int offset = offsets[i];
+            int owner = block.owner(offset);
+            if (owner != lastOwner || client == null) {
+                client = coldFloor.computeIfAbsent(owner, ignored -> new NewestPerClient(perClient));
+                lastOwner = owner;
             }
+            client.offer(block.time(offset), first + offset, block.committed(offset));
         }
     }
 

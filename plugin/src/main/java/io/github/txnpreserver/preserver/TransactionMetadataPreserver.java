@@ -76,6 +76,7 @@ public final class TransactionMetadataPreserver {
     private Restorer restorer;
     private final ColdReads coldReads;
     private final LookUps lookUps;
+    private final RecentAnswers recentAnswers = new RecentAnswers();
     private final LogHold logHold;
     private final CoordinatorThread thread;
     private volatile PreserverFigures figures = PreserverFigures.NONE;
@@ -163,6 +164,7 @@ public final class TransactionMetadataPreserver {
                 restored.completeExceptionally(thread.closedError());
                 lookUps.close();
                 coldReads.close();
+                recentAnswers.clear();
                 memory.close();
             }
         });
@@ -200,7 +202,12 @@ public final class TransactionMetadataPreserver {
         // wait for this thread: whatever reads the outcome or releases the transaction's log
         // entries is queued after it, and if it is never applied (closed first, or it fails)
         // the log keeps the entries, so the next owner replays the outcome.
+        // A kept outcome can change (a stale record of a transaction that was still open is
+        // replaced): not answered from RecentAnswers from now on, nor by a lookup that read it
+        // before this task runs.
+        recentAnswers.forget(sequence);
         boolean queued = thread.defer(() -> {
+            recentAnswers.forget(sequence);
             logHold.decided(sequence, outcome == Outcome.COMMITTED, owner, scheduler.millis());
             changed();
         });
@@ -231,6 +238,7 @@ public final class TransactionMetadataPreserver {
     public void keepFromLog(TxnID txnId, Outcome outcome, String owner, long endMillis) {
         thread.defer(() -> {
             // Noted in this task if it cannot be kept: the log's release is queued behind it.
+            recentAnswers.forget(txnId.getLeastSigBits());
             try {
                 logHold.replayed(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
             } catch (IllegalArgumentException notOurs) {
@@ -277,9 +285,23 @@ public final class TransactionMetadataPreserver {
      * not be kept ({@link #notKept}).
      */
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
+        if (txnId.getMostSigBits() == coordinatorId && !thread.isClosed()) {
+            KeptOutcome recent = recentAnswers.get(txnId.getLeastSigBits(), scheduler.nanoTime());
+            // Near its time-to-live, the thread says whether it is still kept.
+            if (recent != null && scheduler.millis() - recent.endTimeMillis() < config.persistTime().toMillis()
+                    - RecentAnswers.MAX_AGE_NANOS / 1_000_000) {
+                stats.keptLookups.increment();
+                return CompletableFuture.completedFuture(recent);
+            }
+        }
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
+        answer.thenAccept(kept -> {
+            if (kept != null) {
+                recentAnswers.found(txnId.getLeastSigBits(), kept, scheduler.nanoTime());
+            }
+        });
         // Deferred: a transaction no longer live is asked about by a client's retry, which can
-        // wait 10 ms more per lookup (a retried end makes two from off this thread), and by the
+        // wait 10 ms more (its later lookups are answered from RecentAnswers), and by the
         // broker's timeout tracker, once for every transaction at its timeout: waking the
         // thread for each would cost more than the lookup.
         thread.answerDeferred(answer, () -> {

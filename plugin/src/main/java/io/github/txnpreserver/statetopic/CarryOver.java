@@ -2,6 +2,7 @@ package io.github.txnpreserver.statetopic;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
@@ -31,12 +32,22 @@ import org.slf4j.LoggerFactory;
  * closed by a completion record; after the topic is created again, the carrier is copied
  * back through the new writer (each record's new position reported) and deleted.
  *
- * <p>Each step survives a crash or a replacement given up on: a carrier left behind is
- * copied back by the next writer of the topic ({@link #backIfAny}), before it writes
- * anything; a copy into the carrier that did not finish is made again (a key's later value
- * wins, so copies of copies change nothing). A carrier without its completion record, met
- * after the topic was created again, means the topic was deleted by someone else meanwhile:
- * what it has is copied back, and the topic counts as created again.
+ * <p>The carrier is created non-partitioned (whatever the broker's default topic type) with
+ * a durable subscription at its start before anything is written to it: a topic in
+ * {@code pulsar/system} is compacted as soon as it has a backlog, and a topic without a
+ * durable cursor has its closed ledgers trimmed, so without it a broker restart could leave
+ * the carrier empty while it holds the only copy of the records.
+ *
+ * <p>Each step survives a crash or a replacement given up on: the topic created again
+ * carries the property {@value #CARRYING_PROPERTY} until its copy-back is done, and a
+ * carrier left behind is copied back by the next writer ({@link #backIfAny}) only if the
+ * topic still owes it (that property, or a topic no writer marked yet: created again before
+ * the property was set); a carrier the topic does not owe (left by a writer given up on, or
+ * created again by a stray client) is deleted unread, so that it never replays old records
+ * over newer ones. A copy into the carrier that did not finish is made again (a key's later
+ * value wins, so copies of copies change nothing). A carrier without its completion record
+ * means the topic was deleted by someone else meanwhile: what it has is copied back, and the
+ * topic counts as created again.
  *
  * <p>Runs its blocking reads on a thread of its own, one carry at a time; the caller checks,
  * between windows of {@value #WINDOW} records, that it may still go on.
@@ -45,6 +56,10 @@ final class CarryOver {
 
     private static final Logger log = LoggerFactory.getLogger(CarryOver.class);
     private static final String CARRIER_PREFIX = "persistent://pulsar/system/__txn_preserver_carrier_";
+    /** The durable subscription that keeps the carrier's records from being trimmed. */
+    static final String RETAINING_SUBSCRIPTION = "txn-preserver-carry";
+    /** A property of the state topic created again, until its carrier is copied back. */
+    static final String CARRYING_PROPERTY = "txn-preserver-carrying";
     /** The last record of a carrier whose copy finished. */
     static final String COMPLETE_KEY = "carry-complete";
     static final int WINDOW = 1_000;
@@ -91,18 +106,28 @@ final class CarryOver {
      * @param mayGoOn asked between windows: false stops the copy (it fails)
      */
     CompletableFuture<Void> toCarrier(CompactedViewReader view, BooleanSupplier mayGoOn) {
-        return client.newProducer(Schema.BYTES)
-                .topic(carrier)
-                .accessMode(ProducerAccessMode.ExclusiveWithFencing)
-                .enableBatching(true)
-                .blockIfQueueFull(true)
-                .sendTimeout((int) sendTimeoutMillis, TimeUnit.MILLISECONDS)
-                .createAsync()
+        return PulsarStateTopic.createNonPartitioned(admin, carrier)
+                .thenCompose(created -> admin.topics().createSubscriptionAsync(carrier, RETAINING_SUBSCRIPTION,
+                        MessageId.earliest).exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)
+                        instanceof PulsarAdminException.ConflictException ? CompletableFuture.completedFuture(null)
+                        : CompletableFuture.failedFuture(error)))
+                .thenCompose(retained -> client.newProducer(Schema.BYTES)
+                        .topic(carrier)
+                        .accessMode(ProducerAccessMode.ExclusiveWithFencing)
+                        .enableBatching(true)
+                        .blockIfQueueFull(true)
+                        .sendTimeout((int) sendTimeoutMillis, TimeUnit.MILLISECONDS)
+                        .createAsync())
                 .thenCompose(producer -> {
                     ExecutorService thread = newThread();
                     Window window = new Window(producer, mayGoOn);
                     return view.readAll((key, value, position) -> window.send(key, value, null), thread)
                             .thenApplyAsync(read -> {
+                                window.drain();
+                                // Checked once more: a copy given up on must not look complete.
+                                if (!mayGoOn.getAsBoolean()) {
+                                    throw new CompletionException(stopped());
+                                }
                                 window.send(COMPLETE_KEY, new byte[0], null);
                                 window.drain();
                                 log.info("Copied {} records of terminated state topic {} into {}", window.sent,
@@ -117,14 +142,25 @@ final class CarryOver {
     }
 
     /**
-     * Copies a carrier left behind, if any, into the topic through its writer, reporting each
-     * record's new position, then deletes the carrier.
+     * Whether a topic whose properties (before this writer marked it) are these owes a
+     * carrier's records: it was created again by a carry whose copy-back is not done.
+     */
+    static boolean owed(Map<String, String> propertiesBefore) {
+        return propertiesBefore == null || !propertiesBefore.containsKey(PulsarStateTopic.WRITER_PROPERTY)
+                || propertiesBefore.containsKey(CARRYING_PROPERTY);
+    }
+
+    /**
+     * Copies a carrier left behind, if any and if the topic owes it ({@link #owed}), into the
+     * topic through its writer, reporting each record's new position, then deletes the
+     * carrier; a carrier the topic does not owe is deleted unread.
      *
      * @param mayGoOn asked between windows and before the deletion: false stops (it fails)
      */
-    CompletableFuture<Carried> backIfAny(Producer<byte[]> writer, StateTopic.RecordsMoved moved,
+    CompletableFuture<Carried> backIfAny(Producer<byte[]> writer, boolean owed, StateTopic.RecordsMoved moved,
                                          BooleanSupplier mayGoOn) {
         return exists().thenCompose(exists -> !exists ? CompletableFuture.completedFuture(Carried.NONE)
+                : !owed ? deleteUnread(mayGoOn)
                 : client.newReader(Schema.BYTES)
                         .topic(carrier)
                         .startMessageId(MessageId.earliest)
@@ -144,6 +180,15 @@ final class CarryOver {
                             }
                             return admin.topics().deleteAsync(carrier, true).thenApply(deleted -> carried);
                         }));
+    }
+
+    private CompletableFuture<Carried> deleteUnread(BooleanSupplier mayGoOn) {
+        if (!mayGoOn.getAsBoolean()) {
+            return CompletableFuture.failedFuture(stopped());
+        }
+        log.warn("Deleting carrier {} unread: state topic {} does not owe its records (a carry given up on left it,"
+                + " or a stray client created it again)", carrier, topic);
+        return admin.topics().deleteAsync(carrier, true).thenApply(deleted -> Carried.NONE);
     }
 
     private Carried copyBack(Reader<byte[]> reader, Producer<byte[]> writer, StateTopic.RecordsMoved moved,
@@ -192,6 +237,7 @@ final class CarryOver {
                 return;
             }
             CompletableFuture<MessageId> send = producer.newMessage().key(key).value(valueOrNull).sendAsync();
+            send.thenRun(progress::incrementAndGet);
             sends.add(moved == null || valueOrNull == null ? send
                     : send.thenAccept(id -> moved.moved(key, RecordPosition.of(id))));
             if (sends.size() >= WINDOW) {
@@ -204,7 +250,6 @@ final class CarryOver {
             CompletableFuture.allOf(sends.toArray(new CompletableFuture[0]))
                     .orTimeout(sendTimeoutMillis + READ_TIMEOUT_SECONDS * 1000L, TimeUnit.MILLISECONDS).join();
             sent += sends.size();
-            progress.addAndGet(sends.size());
             sends.clear();
             if (!mayGoOn.getAsBoolean()) {
                 throw new CompletionException(stopped());

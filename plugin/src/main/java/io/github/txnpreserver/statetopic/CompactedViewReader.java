@@ -20,7 +20,7 @@ import org.apache.pulsar.client.api.Schema;
  */
 final class CompactedViewReader {
 
-    private static final int RECEIVER_QUEUE = 10_000;
+    private static final int RECEIVER_QUEUE = 50_000;
     private static final int READ_TIMEOUT_SECONDS = 60;
     private static final int POINT_READ_TIMEOUT_SECONDS = 10;
 
@@ -59,6 +59,11 @@ final class CompactedViewReader {
             try {
                 while (!closed.getAsBoolean() && reader.hasMessageAvailable()) {
                     handOver(next(reader, "in terminated topic " + topic), visitor);
+                }
+                if (closed.getAsBoolean()) {
+                    // Not read to its end: must not look like a whole read.
+                    throw new PulsarClientException.AlreadyClosedException("state topic " + topic
+                            + " closed during its read");
                 }
                 return null;
             } catch (PulsarClientException e) {

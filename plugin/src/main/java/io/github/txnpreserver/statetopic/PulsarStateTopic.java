@@ -97,6 +97,10 @@ public final class PulsarStateTopic implements StateTopic {
      * read now would find nothing (the records are in the carrier), so reads fail (retried).
      */
     private volatile boolean carrying;
+    /** Moved each time a carry deletes the topic: a read started before found nothing because of it. */
+    private final AtomicLong carries = new AtomicLong();
+    /** The compaction threshold last set: a topic created again by a carry lost its policies with it. */
+    private volatile Long compactionThreshold;
 
     private PulsarStateTopic(PulsarClient client, PulsarAdmin admin, long coordinatorId, Duration sendTimeout,
                              Supplier<CompletableFuture<Boolean>> stillOwned, boolean topicPoliciesOn) {
@@ -131,11 +135,13 @@ public final class PulsarStateTopic implements StateTopic {
         PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned,
                 topicPoliciesOn);
         return createNonPartitioned(admin, stateTopic.topic)
-                .thenCompose(created -> stateTopic.newProducer())
-                .thenCompose(producer -> stateTopic.adopt(producer, 0))
-                // A carry that a crash interrupted is finished before anything is read or written.
-                .thenCompose(adopted -> stateTopic.carry.backIfAny(adopted.producer(), (key, position) -> { },
-                        () -> !stateTopic.closed))
+                .thenCompose(created -> stateTopic.propertiesIfAny())
+                .thenCompose(before -> stateTopic.newProducer()
+                        .thenCompose(producer -> stateTopic.adopt(producer, 0))
+                        // A carry that a crash interrupted is finished before anything is read or written.
+                        .thenCompose(adopted -> stateTopic.carry.backIfAny(adopted.producer(), CarryOver.owed(before),
+                                (key, position) -> { }, () -> !stateTopic.closed))
+                        .thenCompose(carried -> stateTopic.carriedBack(carried)))
                 .thenApply(carried -> {
                     log.info("Opened state topic {} as its only writer", stateTopic.topic);
                     return (StateTopic) stateTopic;
@@ -237,11 +243,19 @@ public final class PulsarStateTopic implements StateTopic {
 
     @Override
     public CompletableFuture<byte[]> readAt(String key, RecordPosition position) {
+        long carry = carries.get();
         if (carrying) {
-            return CompletableFuture.failedFuture(new IllegalStateException("state topic " + topic + " is being"
-                    + " carried over (it was terminated); its records are read again once it is"));
+            return CompletableFuture.failedFuture(beingCarried());
         }
-        return reads.readAt(key, position);
+        // A read that finds nothing because a carry deleted the topic meanwhile fails (it is
+        // read again where the record moved), and is not taken for a missing record.
+        return reads.readAt(key, position).thenCompose(value -> value == null && (carrying || carries.get() != carry)
+                ? CompletableFuture.failedFuture(beingCarried()) : CompletableFuture.completedFuture(value));
+    }
+
+    private IllegalStateException beingCarried() {
+        return new IllegalStateException("state topic " + topic + " is being carried over (it was terminated); its"
+                + " records are read again once it is");
     }
 
     @Override
@@ -339,8 +353,7 @@ public final class PulsarStateTopic implements StateTopic {
                         if (properties != null && ownEpoch != null && !ownEpoch.equals(epoch)) {
                             return CompletableFuture.failedFuture(new WriterFencedException(topic, ownEpoch, epoch));
                         }
-                        boolean marked = properties != null && properties.containsKey(WRITER_PROPERTY);
-                        return replaceProducer(marked, unread, attempt);
+                        return replaceProducer(properties, unread, attempt);
                     });
                 })
                 .whenComplete((recreated, error) -> {
@@ -354,7 +367,8 @@ public final class PulsarStateTopic implements StateTopic {
         return result;
     }
 
-    private CompletableFuture<Boolean> replaceProducer(boolean topicWasMarked, boolean unread, long attempt) {
+    private CompletableFuture<Boolean> replaceProducer(Map<String, String> before, boolean unread, long attempt) {
+        boolean topicWasMarked = before != null && before.containsKey(WRITER_PROPERTY);
         Producer<byte[]> old = producer;
         CompletableFuture<Void> oldClosed = old == null ? CompletableFuture.completedFuture(null)
                 : old.closeAsync().orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
@@ -362,12 +376,11 @@ public final class PulsarStateTopic implements StateTopic {
         return oldClosed
                 .thenCompose(ignored -> createNonPartitioned(admin, topic))
                 .thenCompose(created -> fence(attempt)
-                        .thenCompose(adopted -> carryBack(adopted, attempt))
+                        .thenCompose(adopted -> carryBack(adopted, CarryOver.owed(before), attempt))
                         .thenApply(carried -> {
                     // A topic without the writer's mark was created again by someone else; one
                     // whose complete carrier was copied back holds every record it held.
-                    boolean recreated = carried == CarryOver.Carried.COMPLETE ? false
-                            : carried == CarryOver.Carried.PARTIAL || created || !topicWasMarked;
+                    boolean recreated = carried != CarryOver.Carried.COMPLETE && (created || !topicWasMarked);
                     log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
                             recreated ? " (the topic was gone and is created again)" : "");
                     return recreated;
@@ -435,11 +448,15 @@ public final class PulsarStateTopic implements StateTopic {
                 .thenCompose(copied -> mayFence(attempt))
                 .thenCompose(mayStill -> {
                     carrying = true;
+                    carries.incrementAndGet();
                     return admin.topics().deleteAsync(topic, true);
                 })
                 .thenCompose(deleted -> createNonPartitioned(admin, topic))
-                .thenCompose(created -> fence(attempt))
-                .thenCompose(adopted -> carryBack(adopted, attempt))
+                // Before anything else: a writer after a crash from here on copies the carrier back.
+                .thenCompose(created -> admin.topics().updatePropertiesAsync(topic,
+                        Map.of(CarryOver.CARRYING_PROPERTY, "1")))
+                .thenCompose(owing -> fence(attempt))
+                .thenCompose(adopted -> carryBack(adopted, true, attempt))
                 .thenApply(carried -> carried != CarryOver.Carried.COMPLETE);
     }
 
@@ -448,13 +465,30 @@ public final class PulsarStateTopic implements StateTopic {
      * into the topic through the new writer, before it writes anything; reads work again once
      * it is done.
      */
-    private CompletableFuture<CarryOver.Carried> carryBack(Adopted adopted, long attempt) {
-        return carry.backIfAny(adopted.producer(), (key, position) -> moved.moved(key, position),
+    private CompletableFuture<CarryOver.Carried> carryBack(Adopted adopted, boolean owed, long attempt) {
+        return carry.backIfAny(adopted.producer(), owed, (key, position) -> moved.moved(key, position),
                         () -> isCurrent(attempt))
+                .thenCompose(this::carriedBack)
                 .thenApply(carried -> {
                     carrying = false;
                     return carried;
                 });
+    }
+
+    /**
+     * A carrier was copied back (or there was none): the topic owes nothing any more, and a
+     * topic created again by the carry gets the compaction threshold its deletion took.
+     */
+    private CompletableFuture<CarryOver.Carried> carriedBack(CarryOver.Carried carried) {
+        if (carried == CarryOver.Carried.NONE) {
+            return CompletableFuture.completedFuture(carried);
+        }
+        Long threshold = compactionThreshold;
+        return admin.topics().removePropertiesAsync(topic, CarryOver.CARRYING_PROPERTY)
+                .exceptionally(error -> null)
+                .thenCompose(removed -> threshold == null ? CompletableFuture.completedFuture(null)
+                        : setCompactionThreshold(threshold).handle((set, error) -> null))
+                .thenApply(done -> carried);
     }
 
     private boolean isCurrent(long attempt) {
@@ -480,7 +514,10 @@ public final class PulsarStateTopic implements StateTopic {
         if (!topicPoliciesOn) {
             return CompletableFuture.completedFuture(false);
         }
-        return admin.topicPolicies().setCompactionThresholdAsync(topic, bytes).thenApply(done -> true)
+        return admin.topicPolicies().setCompactionThresholdAsync(topic, bytes).thenApply(done -> {
+                    compactionThreshold = bytes;
+                    return true;
+                })
                 .exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)
                         instanceof PulsarAdminException.NotAllowedException
                         ? CompletableFuture.completedFuture(false) : CompletableFuture.failedFuture(error));
@@ -533,7 +570,7 @@ public final class PulsarStateTopic implements StateTopic {
     }
 
     /** Completes with true if the topic was created, false if it existed (non-partitioned). */
-    private static CompletableFuture<Boolean> createNonPartitioned(PulsarAdmin admin, String topic) {
+    static CompletableFuture<Boolean> createNonPartitioned(PulsarAdmin admin, String topic) {
         return admin.topics().createNonPartitionedTopicAsync(topic)
                 .thenApply(created -> true)
                 .exceptionallyCompose(error -> {

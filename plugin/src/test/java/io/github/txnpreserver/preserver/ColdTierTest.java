@@ -139,6 +139,28 @@ class ColdTierTest {
             assertThat(figures().memoryEvictions()).isZero();
         }
 
+        /**
+         * A retried end asks about its transaction three times: only the first waits for the
+         * coordinator's thread (and the read); the others are answered at once, for a while.
+         */
+        @Test
+        void aRetrysLaterLookupsAreAnsweredAtOnceWithoutTheCoordinatorsThread() {
+            blockZeroCold();
+            KeptOutcome found = new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW);
+            assertThat(lookUp(1)).isEqualTo(found);
+
+            assertThat(preserver.lookUp(txn(1))).as("no step of the scheduler").isCompletedWithValue(found);
+            assertThat(preserver.lookUp(txn(2))).as("not asked before").isNotDone();
+
+            scheduler.advance(Duration.ofNanos(RecentAnswers.MAX_AGE_NANOS + 1));
+            assertThat(preserver.lookUp(txn(1))).as("answered again by the thread after a while").isNotDone();
+
+            preserver.closeAsync();
+            scheduler.runReady();
+            assertThat(preserver.lookUp(txn(1))).as("closed: not from memory").isNotDone();
+            assertThat(lookUpAsync(1)).as("closed: the next owner answers").isCompletedExceptionally();
+        }
+
         @Test
         void theRecordIsFoundUnderItsPositionAfterTheTopicWasCompacted() {
             blockZeroCold();

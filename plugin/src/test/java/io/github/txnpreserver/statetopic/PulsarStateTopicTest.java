@@ -232,6 +232,37 @@ class PulsarStateTopicTest {
         verify(producers.get(0), never()).closeAsync();
     }
 
+    /**
+     * Cold-tier review, carry finding 4: a carrier the topic does not owe (a carry given up
+     * on left it, or a stray reader created it again empty) is deleted unread by the next
+     * replacement: copied back, it would replay old records over newer ones, or, empty, make
+     * the topic look created again and cost every cold outcome.
+     */
+    @Test
+    void aCarrierTheTopicDoesNotOweIsDeletedUnreadAndTheTopicIsNotCreatedAgain() {
+        String carrier = CarryOver.carrierName(TC);
+        when(topics.getPropertiesAsync(carrier)).thenReturn(CompletableFuture.completedFuture(Map.of()));
+        when(topics.deleteAsync(carrier, true)).thenReturn(CompletableFuture.completedFuture(null));
+        closesAnswerAtOnce();
+
+        CompletableFuture<Boolean> reopen = stateTopic.reopen(false);
+        brokerCreates(1);
+
+        assertThat(reopen).as("not created again").isCompletedWithValue(false);
+        verify(topics).deleteAsync(carrier, true);
+        verify(client, never()).newReader(Schema.BYTES);
+    }
+
+    /** A topic owes a carrier while the carry's property is on it, or before any writer marked it. */
+    @Test
+    void aTopicOwesItsCarrierOnlyWhileItsCopyBackIsNotDone() {
+        assertThat(CarryOver.owed(null)).as("created again before the property").isTrue();
+        assertThat(CarryOver.owed(Map.of())).isTrue();
+        assertThat(CarryOver.owed(Map.of(PulsarStateTopic.WRITER_PROPERTY, "1"))).isFalse();
+        assertThat(CarryOver.owed(Map.of(PulsarStateTopic.WRITER_PROPERTY, "1", CarryOver.CARRYING_PROPERTY, "1")))
+                .isTrue();
+    }
+
     /** A producer created for a replacement after the coordinator closed is closed, never adopted. */
     @Test
     void aProducerCreatedAfterTheCloseIsClosed() {
