@@ -20,7 +20,17 @@ import org.apache.pulsar.client.api.Schema;
  */
 final class CompactedViewReader {
 
-    private static final int RECEIVER_QUEUE = 50_000;
+    /**
+     * Records read ahead: a restore's read is paced by the broker's dispatch, which waits for
+     * the reader's permits (a large restore read 390 625 records in 15.3 s with 10 000 ahead,
+     * in 10.8 s with 50 000). Bounded in bytes: the first {@value #PROBE_RECORDS} records are
+     * read with {@value #PROBE_RECORDS} ahead, and the rest with as many as
+     * {@value #READ_AHEAD_BYTES} bytes of records of their size hold, within these bounds.
+     */
+    private static final int MIN_READ_AHEAD = 1_000;
+    private static final int MAX_READ_AHEAD = 50_000;
+    private static final int PROBE_RECORDS = 1_000;
+    private static final long READ_AHEAD_BYTES = 32L << 20;
     private static final int READ_TIMEOUT_SECONDS = 60;
     private static final int POINT_READ_TIMEOUT_SECONDS = 10;
 
@@ -36,26 +46,56 @@ final class CompactedViewReader {
 
     /** Reads up to the barrier record (excluded): a fixed end that compaction cannot move. */
     CompletableFuture<Void> readUntil(MessageId barrier, StateTopic.Visitor visitor, Executor readerThread) {
-        return newReader().thenApplyAsync(reader -> {
+        return newReader(MessageId.earliest, PROBE_RECORDS).thenApplyAsync(reader -> {
             try {
-                while (!closed.getAsBoolean()) {
-                    Message<byte[]> message = next(reader, "before the restore barrier " + barrier);
-                    if (message.getMessageId().compareTo(barrier) >= 0) {
-                        return null;
-                    }
-                    handOver(message, visitor);
-                }
-                throw new CompletionException(new PulsarClientException.AlreadyClosedException("state topic " + topic
-                        + " closed during the restore"));
+                return readUntil(reader, barrier, visitor, PROBE_RECORDS);
             } finally {
                 reader.closeAsync();
             }
-        }, readerThread);
+        }, readerThread).thenCompose(probe -> probe.last() == null ? CompletableFuture.completedFuture(null)
+                : newReader(probe.last(), readAhead(probe)).thenApplyAsync(reader -> {
+                    try {
+                        readUntil(reader, barrier, visitor, Long.MAX_VALUE);
+                        return null;
+                    } finally {
+                        reader.closeAsync();
+                    }
+                }, readerThread));
+    }
+
+    /** What a read up to a number of records saw: where it stopped (null at the barrier), and how much. */
+    private record Read(MessageId last, long records, long bytes) {
+    }
+
+    private Read readUntil(Reader<byte[]> reader, MessageId barrier, StateTopic.Visitor visitor, long most) {
+        long records = 0;
+        long bytes = 0;
+        MessageId last = null;
+        while (!closed.getAsBoolean()) {
+            if (records >= most) {
+                return new Read(last, records, bytes);
+            }
+            Message<byte[]> message = next(reader, "before the restore barrier " + barrier);
+            if (message.getMessageId().compareTo(barrier) >= 0) {
+                return new Read(null, records, bytes);
+            }
+            handOver(message, visitor);
+            records++;
+            bytes += message.size();
+            last = message.getMessageId();
+        }
+        throw new CompletionException(new PulsarClientException.AlreadyClosedException("state topic " + topic
+                + " closed during the restore"));
+    }
+
+    private static int readAhead(Read probe) {
+        long perRecord = Math.max(1, probe.bytes() / Math.max(1, probe.records()));
+        return (int) Math.max(MIN_READ_AHEAD, Math.min(MAX_READ_AHEAD, READ_AHEAD_BYTES / perRecord));
     }
 
     /** A terminated topic takes no barrier, and nothing is written to it any more: reads what it has. */
     CompletableFuture<Void> readAll(StateTopic.Visitor visitor, Executor readerThread) {
-        return newReader().thenApplyAsync(reader -> {
+        return newReader(MessageId.earliest, MIN_READ_AHEAD * 10).thenApplyAsync(reader -> {
             try {
                 while (!closed.getAsBoolean() && reader.hasMessageAvailable()) {
                     handOver(next(reader, "in terminated topic " + topic), visitor);
@@ -96,13 +136,13 @@ final class CompactedViewReader {
                         .whenComplete((value, error) -> reader.closeAsync()));
     }
 
-    private CompletableFuture<Reader<byte[]>> newReader() {
+    /** A reader of the compacted view from just after {@code start} ({@code earliest}: from the start). */
+    private CompletableFuture<Reader<byte[]>> newReader(MessageId start, int readAhead) {
         return client.newReader(Schema.BYTES)
                 .topic(topic)
-                .startMessageId(MessageId.earliest)
+                .startMessageId(start)
                 .readCompacted(true)
-                // A restore reads a whole topic at once: fewer, larger flow permits.
-                .receiverQueueSize(RECEIVER_QUEUE)
+                .receiverQueueSize(readAhead)
                 .createAsync();
     }
 
