@@ -77,10 +77,16 @@ final class RestoredBlocks {
      * quarter of the bound is free (so that this runs once per many records).
      */
     private void keepOldestCold() {
-        OutcomeBlock[] byAge = blocks.values().toArray(new OutcomeBlock[0]);
-        Arrays.sort(byAge, (a, b) -> a.maxTime() != b.maxTime() ? Integer.compare(a.maxTime(), b.maxTime())
-                : Long.compare(a.index, b.index));
-        for (OutcomeBlock block : byAge) {
+        OutcomeBlock[] decoded = blocks.values().toArray(new OutcomeBlock[0]);
+        // Sorted as primitives (newest end time, then place): a comparator over the blocks was a
+        // fifth of a large restore's time.
+        long[] byAge = new long[decoded.length];
+        for (int i = 0; i < decoded.length; i++) {
+            byAge[i] = ((long) decoded[i].maxTime() << 32) | i;
+        }
+        Arrays.sort(byAge);
+        for (long entry : byAge) {
+            OutcomeBlock block = decoded[(int) entry];
             if (decodedBytes <= hotBytes - hotBytes / 4) {
                 return;
             }
