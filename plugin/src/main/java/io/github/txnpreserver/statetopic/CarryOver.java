@@ -214,7 +214,7 @@ final class CarryOver {
         return complete ? Carried.COMPLETE : Carried.PARTIAL;
     }
 
-    private CompletableFuture<Boolean> exists() {
+    CompletableFuture<Boolean> exists() {
         return admin.topics().getPropertiesAsync(carrier).thenApply(properties -> true).exceptionallyCompose(error ->
                 FutureUtil.unwrapCompletionException(error) instanceof PulsarAdminException.NotFoundException
                         ? CompletableFuture.completedFuture(false) : CompletableFuture.failedFuture(error));

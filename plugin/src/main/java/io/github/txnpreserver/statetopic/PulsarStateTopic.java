@@ -136,7 +136,7 @@ public final class PulsarStateTopic implements StateTopic {
                 topicPoliciesOn);
         return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.propertiesIfAny())
-                .thenCompose(before -> stateTopic.newProducer()
+                .thenCompose(before -> stateTopic.noteOwed(before).thenCompose(noted -> stateTopic.newProducer())
                         .thenCompose(producer -> stateTopic.adopt(producer, 0))
                         // A carry that a crash interrupted is finished before anything is read or written.
                         .thenCompose(adopted -> stateTopic.carry.backIfAny(adopted.producer(), CarryOver.owed(before),
@@ -375,7 +375,7 @@ public final class PulsarStateTopic implements StateTopic {
                         .handle((ignored, error) -> null);
         return oldClosed
                 .thenCompose(ignored -> createNonPartitioned(admin, topic))
-                .thenCompose(created -> fence(attempt)
+                .thenCompose(created -> noteOwed(before).thenCompose(noted -> fence(attempt))
                         .thenCompose(adopted -> carryBack(adopted, CarryOver.owed(before), attempt))
                         .thenApply(carried -> {
                     // A topic without the writer's mark was created again by someone else; one
@@ -489,6 +489,19 @@ public final class PulsarStateTopic implements StateTopic {
                 .thenCompose(removed -> threshold == null ? CompletableFuture.completedFuture(null)
                         : setCompactionThreshold(threshold).handle((set, error) -> null))
                 .thenApply(done -> carried);
+    }
+
+    /**
+     * A topic that owes a carrier only because no writer marked it yet is marked as owing it
+     * before this writer marks it: a copy-back interrupted from here on is then still owed,
+     * and the next writer copies the carrier back instead of deleting it unread.
+     */
+    private CompletableFuture<Void> noteOwed(Map<String, String> before) {
+        if (!CarryOver.owed(before) || (before != null && before.containsKey(CarryOver.CARRYING_PROPERTY))) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return carry.exists().thenCompose(exists -> !exists ? CompletableFuture.completedFuture(null)
+                : admin.topics().updatePropertiesAsync(topic, Map.of(CarryOver.CARRYING_PROPERTY, "1")));
     }
 
     private boolean isCurrent(long attempt) {

@@ -253,6 +253,24 @@ class PulsarStateTopicTest {
         verify(client, never()).newReader(Schema.BYTES);
     }
 
+    /**
+     * Review of the carry fixes, must-fix 1: a topic that owes its carrier only because no
+     * writer marked it yet is marked as owing it before the new writer marks it, so that a
+     * copy-back interrupted afterwards is still owed (not deleted unread by the next writer).
+     */
+    @Test
+    void anUnmarkedTopicWithACarrierIsMarkedAsOwingItBeforeItsWriterIsCreated() {
+        String carrier = CarryOver.carrierName(TC);
+        when(topics.getPropertiesAsync(carrier)).thenReturn(CompletableFuture.completedFuture(Map.of()));
+        properties.remove(PulsarStateTopic.WRITER_PROPERTY);
+        closesAnswerAtOnce();
+
+        stateTopic.reopen(false);
+
+        assertThat(creations).as("the new writer asked for").hasSize(2);
+        assertThat(properties).containsEntry(CarryOver.CARRYING_PROPERTY, "1");
+    }
+
     /** A topic owes a carrier while the carry's property is on it, or before any writer marked it. */
     @Test
     void aTopicOwesItsCarrierOnlyWhileItsCopyBackIsNotDone() {
