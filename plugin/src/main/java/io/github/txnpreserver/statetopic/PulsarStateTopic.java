@@ -187,7 +187,7 @@ public final class PulsarStateTopic implements StateTopic {
         return markTopic()
                 .thenCompose(marked -> admin.topics().getPropertiesAsync(topic))
                 .thenApply(properties -> {
-                    if (closed || attempts.get() != attempt) {
+                    if (!isCurrent(attempt)) {
                         throw new CompletionException(givenUp(attempt));
                     }
                     ownEpoch = properties == null ? null : properties.get(EPOCH_PROPERTY);
@@ -214,14 +214,14 @@ public final class PulsarStateTopic implements StateTopic {
      * would then close the coordinator there.
      */
     private CompletableFuture<Void> mayFence(long attempt) {
-        if (closed || attempts.get() != attempt) {
+        if (!isCurrent(attempt)) {
             return CompletableFuture.failedFuture(givenUp(attempt));
         }
         return stillOwned.get().thenCompose(owned -> {
             if (!owned) {
                 return CompletableFuture.failedFuture(new CoordinatorMovedException(coordinatorId));
             }
-            return closed || attempts.get() != attempt ? CompletableFuture.failedFuture(givenUp(attempt))
+            return !isCurrent(attempt) ? CompletableFuture.failedFuture(givenUp(attempt))
                     : CompletableFuture.completedFuture(null);
         });
     }
