@@ -28,6 +28,15 @@ final class RecentAnswers {
     private record Answered(KeptOutcome outcome, long atNanos) {
     }
 
+    /**
+     * How often each stripe of sequences was forgotten: a lookup notes its stripe's count when
+     * it starts and keeps what it found only if the count has not moved, so that an outcome
+     * read (from a cold record, say) before a decide changed it is not kept after the decide
+     * forgot it. Striped, not per sequence: a neighbour's decide only costs a cached answer.
+     */
+    private static final int STRIPES = 1024;
+    private final long[] forgotten = new long[STRIPES];
+
     private final Map<Long, Answered> answers = new LinkedHashMap<>(CAPACITY * 2) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Long, Answered> eldest) {
@@ -41,13 +50,26 @@ final class RecentAnswers {
         return answered == null || nowNanos - answered.atNanos() > MAX_AGE_NANOS ? null : answered.outcome();
     }
 
-    synchronized void found(long sequence, KeptOutcome outcome, long nowNanos) {
-        answers.put(sequence, new Answered(outcome, nowNanos));
+    /** Noted when a lookup starts, and given to {@link #found} with what it found. */
+    synchronized long startLookUp(long sequence) {
+        return forgotten[stripe(sequence)];
+    }
+
+    /** Kept unless the sequence may have been forgotten since its lookup started ({@code started}). */
+    synchronized void found(long sequence, long started, KeptOutcome outcome, long nowNanos) {
+        if (forgotten[stripe(sequence)] == started) {
+            answers.put(sequence, new Answered(outcome, nowNanos));
+        }
     }
 
     /** The sequence's kept outcome is changing: asked again, the coordinator's thread answers. */
     synchronized void forget(long sequence) {
+        forgotten[stripe(sequence)]++;
         answers.remove(sequence);
+    }
+
+    private static int stripe(long sequence) {
+        return (int) (sequence & (STRIPES - 1));
     }
 
     /** The coordinator closed here: its next owner answers. */

@@ -295,9 +295,10 @@ public final class TransactionMetadataPreserver {
             }
         }
         CompletableFuture<KeptOutcome> answer = new CompletableFuture<>();
+        long started = recentAnswers.startLookUp(txnId.getLeastSigBits());
         answer.thenAccept(kept -> {
             if (kept != null) {
-                recentAnswers.found(txnId.getLeastSigBits(), kept, scheduler.nanoTime());
+                recentAnswers.found(txnId.getLeastSigBits(), started, kept, scheduler.nanoTime());
             }
         });
         // Deferred: a transaction no longer live is asked about by a client's retry, which can

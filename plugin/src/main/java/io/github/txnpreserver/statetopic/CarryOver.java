@@ -3,6 +3,7 @@ package io.github.txnpreserver.statetopic;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
@@ -106,39 +107,70 @@ final class CarryOver {
      * @param mayGoOn asked between windows: false stops the copy (it fails)
      */
     CompletableFuture<Void> toCarrier(CompactedViewReader view, BooleanSupplier mayGoOn) {
-        return PulsarStateTopic.createNonPartitioned(admin, carrier)
+        return admin.topics().getPropertiesAsync(topic).thenCompose(terminated -> PulsarStateTopic
+                .createNonPartitioned(admin, carrier)
                 .thenCompose(created -> admin.topics().createSubscriptionAsync(carrier, RETAINING_SUBSCRIPTION,
                         MessageId.earliest).exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)
                         instanceof PulsarAdminException.ConflictException ? CompletableFuture.completedFuture(null)
                         : CompletableFuture.failedFuture(error)))
-                .thenCompose(retained -> client.newProducer(Schema.BYTES)
-                        .topic(carrier)
-                        .accessMode(ProducerAccessMode.ExclusiveWithFencing)
-                        .enableBatching(true)
-                        .blockIfQueueFull(true)
-                        .sendTimeout((int) sendTimeoutMillis, TimeUnit.MILLISECONDS)
-                        .createAsync())
+                .thenCompose(retained -> {
+                    // Asked right before the fencing producer: one of a carry given up on
+                    // would fence the carrier's producer of a later one.
+                    if (!mayGoOn.getAsBoolean()) {
+                        return CompletableFuture.failedFuture(stopped());
+                    }
+                    return client.newProducer(Schema.BYTES)
+                            .topic(carrier)
+                            .accessMode(ProducerAccessMode.ExclusiveWithFencing)
+                            .enableBatching(true)
+                            .blockIfQueueFull(true)
+                            .sendTimeout((int) sendTimeoutMillis, TimeUnit.MILLISECONDS)
+                            .createAsync();
+                })
                 .thenCompose(producer -> {
                     ExecutorService thread = newThread();
                     Window window = new Window(producer, mayGoOn);
                     return view.readAll((key, value, position) -> window.send(key, value, null), thread)
-                            .thenApplyAsync(read -> {
-                                window.drain();
+                            .thenRunAsync(window::drain, thread)
+                            .thenCompose(read -> sameTopic(terminated))
+                            .thenAcceptAsync(same -> {
                                 // Checked once more: a copy given up on must not look complete.
                                 if (!mayGoOn.getAsBoolean()) {
                                     throw new CompletionException(stopped());
+                                }
+                                // Deleted (or created again) by someone else during the read, the
+                                // topic may have shown only part of its records: no completion
+                                // record, so that the copy-back counts it as partial.
+                                if (!same) {
+                                    throw new CompletionException(new IllegalStateException("state topic " + topic
+                                            + " was deleted during its carry; carrier " + carrier
+                                            + " is left without its completion record"));
                                 }
                                 window.send(COMPLETE_KEY, new byte[0], null);
                                 window.drain();
                                 log.info("Copied {} records of terminated state topic {} into {}", window.sent,
                                         topic, carrier);
-                                return (Void) null;
                             }, thread)
                             .whenComplete((done, error) -> {
                                 thread.shutdown();
                                 producer.closeAsync();
                             });
-                });
+                }));
+    }
+
+    /**
+     * Whether the topic is still the one whose properties were these when its copy began: a
+     * topic deleted meanwhile is gone or, created again, lacks the writer's mark or has
+     * another fencing epoch.
+     */
+    private CompletableFuture<Boolean> sameTopic(Map<String, String> before) {
+        return admin.topics().getPropertiesAsync(topic)
+                .thenApply(now -> now != null && before != null && now.containsKey(PulsarStateTopic.WRITER_PROPERTY)
+                        && Objects.equals(now.get(PulsarStateTopic.EPOCH_PROPERTY),
+                                before.get(PulsarStateTopic.EPOCH_PROPERTY)))
+                .exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)
+                        instanceof PulsarAdminException.NotFoundException ? CompletableFuture.completedFuture(false)
+                        : CompletableFuture.failedFuture(error));
     }
 
     /**

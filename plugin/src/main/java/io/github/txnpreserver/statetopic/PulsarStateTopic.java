@@ -134,14 +134,14 @@ public final class PulsarStateTopic implements StateTopic {
                                                      boolean topicPoliciesOn) {
         PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned,
                 topicPoliciesOn);
-        return createNonPartitioned(admin, stateTopic.topic)
+        return stateTopic.createStateTopic(false)
                 .thenCompose(created -> stateTopic.propertiesIfAny())
                 .thenCompose(before -> stateTopic.noteOwed(before).thenCompose(noted -> stateTopic.newProducer())
                         .thenCompose(producer -> stateTopic.adopt(producer, 0))
                         // A carry that a crash interrupted is finished before anything is read or written.
                         .thenCompose(adopted -> stateTopic.carry.backIfAny(adopted.producer(), CarryOver.owed(before),
                                 (key, position) -> { }, () -> !stateTopic.closed))
-                        .thenCompose(carried -> stateTopic.carriedBack(carried)))
+                        .thenCompose(carried -> stateTopic.carriedBack(carried, markedOwing(before))))
                 .thenApply(carried -> {
                     log.info("Opened state topic {} as its only writer", stateTopic.topic);
                     return (StateTopic) stateTopic;
@@ -374,9 +374,10 @@ public final class PulsarStateTopic implements StateTopic {
                 : old.closeAsync().orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
                         .handle((ignored, error) -> null);
         return oldClosed
-                .thenCompose(ignored -> createNonPartitioned(admin, topic))
+                .thenCompose(ignored -> createStateTopic(false))
                 .thenCompose(created -> noteOwed(before).thenCompose(noted -> fence(attempt))
-                        .thenCompose(adopted -> carryBack(adopted, CarryOver.owed(before), attempt))
+                        .thenCompose(adopted -> carryBack(adopted, CarryOver.owed(before), markedOwing(before),
+                                attempt))
                         .thenApply(carried -> {
                     // A topic without the writer's mark was created again by someone else; one
                     // whose complete carrier was copied back holds every record it held.
@@ -451,12 +452,12 @@ public final class PulsarStateTopic implements StateTopic {
                     carries.incrementAndGet();
                     return admin.topics().deleteAsync(topic, true);
                 })
-                .thenCompose(deleted -> createNonPartitioned(admin, topic))
+                .thenCompose(deleted -> createStateTopic(true))
                 // Before anything else: a writer after a crash from here on copies the carrier back.
                 .thenCompose(created -> admin.topics().updatePropertiesAsync(topic,
                         Map.of(CarryOver.CARRYING_PROPERTY, "1")))
                 .thenCompose(owing -> fence(attempt))
-                .thenCompose(adopted -> carryBack(adopted, true, attempt))
+                .thenCompose(adopted -> carryBack(adopted, true, true, attempt))
                 .thenApply(carried -> carried != CarryOver.Carried.COMPLETE);
     }
 
@@ -465,10 +466,11 @@ public final class PulsarStateTopic implements StateTopic {
      * into the topic through the new writer, before it writes anything; reads work again once
      * it is done.
      */
-    private CompletableFuture<CarryOver.Carried> carryBack(Adopted adopted, boolean owed, long attempt) {
+    private CompletableFuture<CarryOver.Carried> carryBack(Adopted adopted, boolean owed, boolean markedOwing,
+                                                           long attempt) {
         return carry.backIfAny(adopted.producer(), owed, (key, position) -> moved.moved(key, position),
                         () -> isCurrent(attempt))
-                .thenCompose(this::carriedBack)
+                .thenCompose(carried -> carriedBack(carried, markedOwing))
                 .thenApply(carried -> {
                     carrying = false;
                     return carried;
@@ -477,17 +479,22 @@ public final class PulsarStateTopic implements StateTopic {
 
     /**
      * A carrier was copied back (or there was none): the topic owes nothing any more, and a
-     * topic created again by the carry gets the compaction threshold its deletion took.
+     * topic created again by the carry gets the compaction threshold its deletion took. A
+     * topic still marked as owing a carrier that is gone (its mark's removal failed after the
+     * carrier's deletion) loses the mark, or it would take a later stray carrier for its own.
      */
-    private CompletableFuture<CarryOver.Carried> carriedBack(CarryOver.Carried carried) {
-        if (carried == CarryOver.Carried.NONE) {
+    private CompletableFuture<CarryOver.Carried> carriedBack(CarryOver.Carried carried, boolean markedOwing) {
+        if (carried == CarryOver.Carried.NONE && !markedOwing) {
             return CompletableFuture.completedFuture(carried);
         }
-        Long threshold = compactionThreshold;
         return admin.topics().removePropertiesAsync(topic, CarryOver.CARRYING_PROPERTY)
                 .exceptionally(error -> null)
-                .thenCompose(removed -> threshold == null ? CompletableFuture.completedFuture(null)
-                        : setCompactionThreshold(threshold).handle((set, error) -> null))
+                .thenCompose(removed -> {
+                    // Read now, not before: the pacing may have set a newer one meanwhile.
+                    Long threshold = compactionThreshold;
+                    return threshold == null ? CompletableFuture.completedFuture(null)
+                            : setCompactionThreshold(threshold).handle((set, error) -> null);
+                })
                 .thenApply(done -> carried);
     }
 
@@ -502,6 +509,10 @@ public final class PulsarStateTopic implements StateTopic {
         }
         return carry.exists().thenCompose(exists -> !exists ? CompletableFuture.completedFuture(null)
                 : admin.topics().updatePropertiesAsync(topic, Map.of(CarryOver.CARRYING_PROPERTY, "1")));
+    }
+
+    private static boolean markedOwing(Map<String, String> properties) {
+        return properties != null && properties.containsKey(CarryOver.CARRYING_PROPERTY);
     }
 
     private boolean isCurrent(long attempt) {
@@ -582,6 +593,40 @@ public final class PulsarStateTopic implements StateTopic {
         return topic;
     }
 
+    /**
+     * Creates the state topic if needed (true if it did). A partitioned one found right after
+     * a carry deleted the topic, or while a carrier exists, was created by a read of the old
+     * topic racing its deletion (the client's lookup creates a missing topic with the broker's
+     * default type): it holds nothing of the plugin's, so it is deleted and created again as
+     * non-partitioned, where otherwise the coordinator could never open again.
+     */
+    private CompletableFuture<Boolean> createStateTopic(boolean rightAfterCarryDeletion) {
+        return createNonPartitioned(admin, topic).exceptionallyCompose(error -> {
+            if (!(FutureUtil.unwrapCompletionException(error) instanceof PartitionedException)) {
+                return CompletableFuture.failedFuture(error);
+            }
+            CompletableFuture<Boolean> duringCarry = rightAfterCarryDeletion ? CompletableFuture.completedFuture(true)
+                    : carry.exists();
+            return duringCarry.thenCompose(autoCreated -> {
+                if (!autoCreated) {
+                    return CompletableFuture.failedFuture(error);
+                }
+                log.warn("Coordinator {}: state topic {} was created partitioned by a read racing its carry over;"
+                        + " it holds nothing of the plugin's and is created again non-partitioned", coordinatorId,
+                        topic);
+                return admin.topics().deletePartitionedTopicAsync(topic, true)
+                        .thenCompose(deleted -> createNonPartitioned(admin, topic));
+            });
+        });
+    }
+
+    /** A topic the plugin needs non-partitioned exists as a partitioned topic. */
+    static final class PartitionedException extends IllegalStateException {
+        PartitionedException(String message) {
+            super(message);
+        }
+    }
+
     /** Completes with true if the topic was created, false if it existed (non-partitioned). */
     static CompletableFuture<Boolean> createNonPartitioned(PulsarAdmin admin, String topic) {
         return admin.topics().createNonPartitionedTopicAsync(topic)
@@ -597,10 +642,10 @@ public final class PulsarStateTopic implements StateTopic {
     private static CompletableFuture<Void> requireNonPartitioned(PulsarAdmin admin, String topic) {
         return admin.topics().getPartitionedTopicMetadataAsync(topic).thenCompose(metadata -> {
             if (metadata.partitions > 0) {
-                return CompletableFuture.failedFuture(new IllegalStateException("State topic " + topic
+                return CompletableFuture.failedFuture(new PartitionedException("Topic " + topic
                         + " exists as a partitioned topic with " + metadata.partitions + " partitions; the plugin"
-                        + " needs it non-partitioned. Delete it (its kept outcomes are lost, live transactions"
-                        + " are not) and the coordinator recreates it."));
+                        + " needs it non-partitioned. Delete it (a state topic's kept outcomes are lost, live"
+                        + " transactions are not) and the coordinator creates it again."));
             }
             return CompletableFuture.completedFuture(null);
         });

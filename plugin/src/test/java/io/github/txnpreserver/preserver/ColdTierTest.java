@@ -161,6 +161,27 @@ class ColdTierTest {
             assertThat(lookUpAsync(1)).as("closed: the next owner answers").isCompletedExceptionally();
         }
 
+        /**
+         * Second review of the cold tier, should-fix 3: a lookup's cold read was in flight when
+         * the transaction was decided again (a stale record replaced), which forgets its recent
+         * answer. Before the fix the read's late answer was then remembered, and later lookups
+         * got the replaced outcome for ten seconds without the coordinator's thread.
+         */
+        @Test
+        void anAnswerReadBeforeADecideIsNotRememberedAfterIt() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> inFlight = lookUpAsync(1);
+
+            preserver.decide(txn(1), Outcome.ABORTED, "alice");
+            topic.releaseColdReads();
+            scheduler.runReady();
+            assertThat(inFlight).as("read before the decide").isCompletedWithValue(
+                    new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+
+            assertThat(preserver.lookUp(txn(1))).as("asked of the thread again, not remembered").isNotDone();
+        }
+
         @Test
         void theRecordIsFoundUnderItsPositionAfterTheTopicWasCompacted() {
             blockZeroCold();

@@ -345,4 +345,67 @@ class PulsarStateTopicTest {
         producerCloses.get(1).complete(null);
         assertThat(closed).isDone();
     }
+
+    /**
+     * Second review of the carry, note: removing the carry's mark failed once its carrier was
+     * deleted. The next writer finds the mark and no carrier: it removes the mark, or the
+     * topic would take any later stray carrier for its own.
+     */
+    @Test
+    void aMarkOwingACarrierThatIsGoneIsRemoved() {
+        properties.put(CarryOver.CARRYING_PROPERTY, "1");
+        when(topics.removePropertiesAsync(TOPIC, CarryOver.CARRYING_PROPERTY)).thenAnswer(invocation -> {
+            properties.remove(CarryOver.CARRYING_PROPERTY);
+            return CompletableFuture.completedFuture(null);
+        });
+        closesAnswerAtOnce();
+
+        CompletableFuture<Boolean> reopen = stateTopic.reopen(false);
+        brokerCreates(1);
+
+        assertThat(reopen).isCompletedWithValue(false);
+        assertThat(properties).doesNotContainKey(CarryOver.CARRYING_PROPERTY);
+    }
+
+    /**
+     * Second review of the carry, should-fix 4: a cold read of the old topic racing its
+     * deletion made the client look the topic up, and the broker (its default topic type
+     * partitioned) created it partitioned. With a carrier there, that topic is the race's:
+     * it is deleted and created again non-partitioned, where before the coordinator could
+     * never open again.
+     */
+    @Test
+    void aPartitionedTopicCreatedByAReadRacingACarryIsCreatedAgainNonPartitioned() {
+        int[] partitions = {2};
+        when(topics.getPartitionedTopicMetadataAsync(TOPIC)).thenAnswer(invocation ->
+                CompletableFuture.completedFuture(new PartitionedTopicMetadata(partitions[0])));
+        when(topics.deletePartitionedTopicAsync(TOPIC, true)).thenAnswer(invocation -> {
+            partitions[0] = 0;
+            return CompletableFuture.completedFuture(null);
+        });
+        String carrier = CarryOver.carrierName(TC);
+        when(topics.getPropertiesAsync(carrier)).thenReturn(CompletableFuture.completedFuture(Map.of()));
+        when(topics.deleteAsync(carrier, true)).thenReturn(CompletableFuture.completedFuture(null));
+        closesAnswerAtOnce();
+
+        CompletableFuture<Boolean> reopen = stateTopic.reopen(false);
+        brokerCreates(1);
+
+        verify(topics).deletePartitionedTopicAsync(TOPIC, true);
+        assertThat(reopen).isCompletedWithValue(false);
+    }
+
+    /** ... but without a carrier, a partitioned state topic is the operator's: left alone, the reason named. */
+    @Test
+    void aPartitionedTopicWithoutACarrierIsLeftAloneAndNamed() {
+        when(topics.getPartitionedTopicMetadataAsync(TOPIC)).thenReturn(CompletableFuture.completedFuture(
+                new PartitionedTopicMetadata(2)));
+        closesAnswerAtOnce();
+
+        CompletableFuture<Boolean> reopen = stateTopic.reopen(false);
+
+        assertThat(reopen).failsWithin(Duration.ofSeconds(1)).withThrowableThat()
+                .withMessageContaining("exists as a partitioned topic");
+        verify(topics, never()).deletePartitionedTopicAsync(anyString(), org.mockito.ArgumentMatchers.anyBoolean());
+    }
 }
