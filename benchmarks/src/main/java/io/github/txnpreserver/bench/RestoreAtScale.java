@@ -47,11 +47,25 @@ public final class RestoreAtScale {
     private RestoreAtScale() {
     }
 
+    /** What a restore at scale measured, in seconds from the broker being healthy. */
+    record Figures(String label, double servingSeconds, double allAnsweredSeconds, double readSeconds) {
+        String result() {
+            return String.format(Locale.ROOT, "restore_real_%s_serving_seconds=%.2f"
+                    + " restore_real_%s_all_answered_seconds=%.2f restore_real_%s_read_seconds=%.2f", label,
+                    servingSeconds, label, allAnsweredSeconds, label, readSeconds);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
+        long outcomes = (args.length > 0 ? Long.parseLong(args[0]) : 100) * 1_000_000L;
+        say("RESULT %s", measure(outcomes).result());
+    }
+
+    /** Writes {@code outcomes} as the plugin would, opens a broker on them and measures its restore. */
+    static Figures measure(long outcomes) throws Exception {
         // The broker's JIT as in production (C2), as every other benchmark runs it: the tests'
         // brokers stop at C1, which decodes a restore's records at about half the speed.
         System.setProperty(PulsarDistribution.FULL_JIT, "true");
-        long outcomes = (args.length > 0 ? Long.parseLong(args[0]) : 100) * 1_000_000L;
         String label = (outcomes / 1_000_000) + "m";
         try (LocalPulsar pulsar = LocalPulsar.startWithTestHooks("restore-" + label, Map.of(
                         "transactionMetaPersistCount", "100"),
@@ -96,9 +110,7 @@ public final class RestoreAtScale {
             double restoreSeconds = matcher.find() ? Long.parseLong(matcher.group(3)) / 1000.0 : Double.NaN;
             say("kept %.0f outcomes, %.0f cold; heap of the kept outcomes %.1f MiB", metric(pulsar, "kept_outcomes"),
                     metric(pulsar, "cold_outcomes"), metric(pulsar, "kept_bytes") / (1 << 20));
-            say("RESULT restore_real_%s_serving_seconds=%.2f restore_real_%s_all_answered_seconds=%.2f"
-                    + " restore_real_%s_read_seconds=%.2f", label, servingSeconds, label, allAnsweredSeconds, label,
-                    restoreSeconds);
+            return new Figures(label, servingSeconds, allAnsweredSeconds, restoreSeconds);
         }
     }
 
