@@ -30,7 +30,9 @@ import org.junit.jupiter.api.Test;
  * tier and about fifty blocks), load for 40 s with probes committed and aborted among it,
  * then the state topic compacted and every probe retried. The oldest are out of memory,
  * answered from their records in the compacted state topic; none was dropped. The same after
- * a kill -9 and restart, when the restore keeps what does not fit cold.
+ * a kill -9 and restart, when the restore keeps what does not fit cold; after the state topic
+ * is terminated (carried over); while the coordinator moves; and, last, across a deletion of
+ * the state topic during cold reads (what only it held is lost, counted, never misreported).
  */
 @DisplayName("The cold tier on a real broker")
 class ColdTierIT {
@@ -132,6 +134,64 @@ class ColdTierIT {
         assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_malformed_records_total")).isZero();
         pulsar.restartAfterKill();
         retryEveryProbe(committedProbes, abortedProbes, "after the carry-over and a kill -9");
+
+        // The coordinator closes while cold reads are in flight (its bundle unloaded) and its
+        // next owner (this broker again) opens it: each retry is answered, none wrongly.
+        ExecutorService retrying = Executors.newSingleThreadExecutor();
+        try {
+            Future<long[]> duringMove = retrying.submit(() ->
+                    retryEveryProbe(committedProbes, abortedProbes, "while the coordinator moved"));
+            TimeUnit.MILLISECONDS.sleep(500);
+            try (PulsarAdmin admin = Txns.admin(pulsar)) {
+                admin.namespaces().unloadNamespaceBundle("pulsar/system",
+                        admin.lookups().getBundleRange(LocalCluster.coordinatorTopic(0)));
+            }
+            assertThat(duringMove).as("the coordinator moved during the retries").isNotDone();
+            duringMove.get(5, TimeUnit.MINUTES);
+
+            // Someone deletes the state topic while cold reads are in flight: the outcomes only
+            // its records held are lost with it, counted, and answered "not found"; none is
+            // answered wrongly, and the coordinator goes on with a topic created again.
+            Future<List<EndAnswer>> duringDeletion = retrying.submit(() -> retryAllowingLoss(committedProbes,
+                    abortedProbes));
+            TimeUnit.MILLISECONDS.sleep(500);
+            try (PulsarAdmin admin = Txns.admin(pulsar)) {
+                admin.topics().delete(STATE_TOPIC, true);
+            }
+            assertThat(duringDeletion).as("the topic was deleted during the retries").isNotDone();
+            List<EndAnswer> answers = duringDeletion.get(5, TimeUnit.MINUTES);
+            System.out.printf("retries across the deletion: %d answered success, %d not found%n",
+                    answers.stream().filter(answer -> answer == EndAnswer.SUCCESS).count(),
+                    answers.stream().filter(answer -> answer == EndAnswer.NOT_FOUND).count());
+            assertThat(answers).as("success or lost, never another outcome")
+                    .containsOnly(EndAnswer.SUCCESS, EndAnswer.NOT_FOUND);
+            assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_cold_lost_total"))
+                    .as("the cold outcomes lost with the topic are counted").isPositive();
+            try (PulsarClient client = Txns.client(pulsar);
+                 RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+                Transaction after = Txns.open(client, Duration.ofMinutes(5));
+                after.commit().get(60, TimeUnit.SECONDS);
+                assertThat(retry.commit(after.getTxnID())).as("a transaction ended after the deletion")
+                        .isEqualTo(EndAnswer.SUCCESS);
+            }
+        } finally {
+            retrying.shutdownNow();
+        }
+    }
+
+    /** Every probe retried once; each answer (success or not found, when its record was lost). */
+    private static List<EndAnswer> retryAllowingLoss(List<TxnID> committedProbes, List<TxnID> abortedProbes)
+            throws Exception {
+        List<EndAnswer> answers = new ArrayList<>();
+        try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            for (TxnID probe : committedProbes) {
+                answers.add(retry.commit(probe));
+            }
+            for (TxnID probe : abortedProbes) {
+                answers.add(retry.abort(probe));
+            }
+        }
+        return answers;
     }
 
     private static void compactStateTopic() throws Exception {
