@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -139,9 +140,10 @@ class ColdTierIT {
         // next owner (this broker again) opens it: each retry is answered, none wrongly.
         ExecutorService retrying = Executors.newSingleThreadExecutor();
         try {
+            CountDownLatch moveStarted = new CountDownLatch(10);
             Future<long[]> duringMove = retrying.submit(() ->
-                    retryEveryProbe(committedProbes, abortedProbes, "while the coordinator moved"));
-            TimeUnit.MILLISECONDS.sleep(500);
+                    retryEveryProbe(committedProbes, abortedProbes, "while the coordinator moved", moveStarted));
+            assertThat(moveStarted.await(2, TimeUnit.MINUTES)).as("ten probes answered").isTrue();
             try (PulsarAdmin admin = Txns.admin(pulsar)) {
                 admin.namespaces().unloadNamespaceBundle("pulsar/system",
                         admin.lookups().getBundleRange(LocalCluster.coordinatorTopic(0)));
@@ -152,9 +154,10 @@ class ColdTierIT {
             // Someone deletes the state topic while cold reads are in flight: the outcomes only
             // its records held are lost with it, counted, and answered "not found"; none is
             // answered wrongly, and the coordinator goes on with a topic created again.
+            CountDownLatch deletionStarted = new CountDownLatch(10);
             Future<List<EndAnswer>> duringDeletion = retrying.submit(() -> retryAllowingLoss(committedProbes,
-                    abortedProbes));
-            TimeUnit.MILLISECONDS.sleep(500);
+                    abortedProbes, deletionStarted));
+            assertThat(deletionStarted.await(2, TimeUnit.MINUTES)).as("ten probes answered").isTrue();
             try (PulsarAdmin admin = Txns.admin(pulsar)) {
                 admin.topics().delete(STATE_TOPIC, true);
             }
@@ -165,6 +168,11 @@ class ColdTierIT {
                     answers.stream().filter(answer -> answer == EndAnswer.NOT_FOUND).count());
             assertThat(answers).as("success or lost, never another outcome")
                     .containsOnly(EndAnswer.SUCCESS, EndAnswer.NOT_FOUND);
+            assertThat(answers.subList(0, 10)).as("answered before the deletion").containsOnly(EndAnswer.SUCCESS);
+            // The newest probes ended last before the load stopped: in memory, written again.
+            assertThat(answers.get(committedProbes.size() - 1)).as("the newest committed probe")
+                    .isEqualTo(EndAnswer.SUCCESS);
+            assertThat(answers.get(answers.size() - 1)).as("the newest aborted probe").isEqualTo(EndAnswer.SUCCESS);
             assertThat(BrokerMetrics.ofCoordinatorZero(pulsar, "pulsar_txn_preserver_cold_lost_total"))
                     .as("the cold outcomes lost with the topic are counted").isPositive();
             try (PulsarClient client = Txns.client(pulsar);
@@ -180,15 +188,17 @@ class ColdTierIT {
     }
 
     /** Every probe retried once; each answer (success or not found, when its record was lost). */
-    private static List<EndAnswer> retryAllowingLoss(List<TxnID> committedProbes, List<TxnID> abortedProbes)
-            throws Exception {
+    private static List<EndAnswer> retryAllowingLoss(List<TxnID> committedProbes, List<TxnID> abortedProbes,
+                                                     CountDownLatch answered) throws Exception {
         List<EndAnswer> answers = new ArrayList<>();
         try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
             for (TxnID probe : committedProbes) {
                 answers.add(retry.commit(probe));
+                answered.countDown();
             }
             for (TxnID probe : abortedProbes) {
                 answers.add(retry.abort(probe));
+                answered.countDown();
             }
         }
         return answers;
@@ -213,6 +223,12 @@ class ColdTierIT {
     /** Every probe retried as the stock client retries it; the time each first retry took. */
     private static long[] retryEveryProbe(List<TxnID> committedProbes, List<TxnID> abortedProbes, String when)
             throws Exception {
+        return retryEveryProbe(committedProbes, abortedProbes, when, new CountDownLatch(0));
+    }
+
+    /** The same, counting {@code answered} down at each probe answered. */
+    private static long[] retryEveryProbe(List<TxnID> committedProbes, List<TxnID> abortedProbes, String when,
+                                          CountDownLatch answered) throws Exception {
         long[] nanos = new long[committedProbes.size() + abortedProbes.size()];
         int i = 0;
         try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
@@ -222,6 +238,7 @@ class ColdTierIT {
                 nanos[i++] = System.nanoTime() - start;
                 assertThat(retry.abort(probe)).as("abort of committed %s %s", probe, when)
                         .isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
+                answered.countDown();
             }
             for (TxnID probe : abortedProbes) {
                 long start = System.nanoTime();
@@ -229,6 +246,7 @@ class ColdTierIT {
                 nanos[i++] = System.nanoTime() - start;
                 assertThat(retry.commit(probe)).as("commit of aborted %s %s", probe, when)
                         .isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+                answered.countDown();
             }
         }
         return nanos;

@@ -160,12 +160,14 @@ final class CarryOver {
 
     /**
      * Whether the topic is still the one whose properties were these when its copy began: a
-     * topic deleted meanwhile is gone or, created again, lacks the writer's mark or has
-     * another fencing epoch.
+     * topic deleted meanwhile is gone or, created again, has another writer's mark (none, or
+     * a new owner's) or another fencing epoch (none, or its fencer's).
      */
     private CompletableFuture<Boolean> sameTopic(Map<String, String> before) {
         return admin.topics().getPropertiesAsync(topic)
-                .thenApply(now -> now != null && before != null && now.containsKey(PulsarStateTopic.WRITER_PROPERTY)
+                .thenApply(now -> now != null && before != null
+                        && now.containsKey(PulsarStateTopic.WRITER_PROPERTY)
+                                == before.containsKey(PulsarStateTopic.WRITER_PROPERTY)
                         && Objects.equals(now.get(PulsarStateTopic.EPOCH_PROPERTY),
                                 before.get(PulsarStateTopic.EPOCH_PROPERTY)))
                 .exceptionallyCompose(error -> FutureUtil.unwrapCompletionException(error)

@@ -134,7 +134,7 @@ public final class PulsarStateTopic implements StateTopic {
                                                      boolean topicPoliciesOn) {
         PulsarStateTopic stateTopic = new PulsarStateTopic(client, admin, coordinatorId, sendTimeout, stillOwned,
                 topicPoliciesOn);
-        return stateTopic.createStateTopic(false)
+        return createNonPartitioned(admin, stateTopic.topic)
                 .thenCompose(created -> stateTopic.propertiesIfAny())
                 .thenCompose(before -> stateTopic.noteOwed(before).thenCompose(noted -> stateTopic.newProducer())
                         .thenCompose(producer -> stateTopic.adopt(producer, 0))
@@ -374,9 +374,13 @@ public final class PulsarStateTopic implements StateTopic {
                 : old.closeAsync().orTimeout(sendTimeout.toMillis(), TimeUnit.MILLISECONDS)
                         .handle((ignored, error) -> null);
         return oldClosed
-                .thenCompose(ignored -> createStateTopic(false))
-                .thenCompose(created -> noteOwed(before).thenCompose(noted -> fence(attempt))
-                        .thenCompose(adopted -> carryBack(adopted, CarryOver.owed(before), markedOwing(before),
+                .thenCompose(ignored -> createNonPartitioned(admin, topic))
+                .thenCompose(created -> {
+                    // Created here, the topic has none of the properties read before (it was
+                    // deleted meanwhile): as a new topic, it owes a carrier left behind.
+                    Map<String, String> found = created ? null : before;
+                    return noteOwed(found).thenCompose(noted -> fence(attempt))
+                        .thenCompose(adopted -> carryBack(adopted, CarryOver.owed(found), markedOwing(found),
                                 attempt))
                         .thenApply(carried -> {
                     // A topic without the writer's mark was created again by someone else; one
@@ -385,7 +389,8 @@ public final class PulsarStateTopic implements StateTopic {
                     log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
                             recreated ? " (the topic was gone and is created again)" : "");
                     return recreated;
-                }))
+                });
+                })
                 .exceptionallyCompose(error -> {
                     if (!(FutureUtil.unwrapCompletionException(error)
                             instanceof PulsarClientException.TopicTerminatedException)) {
@@ -452,7 +457,7 @@ public final class PulsarStateTopic implements StateTopic {
                     carries.incrementAndGet();
                     return admin.topics().deleteAsync(topic, true);
                 })
-                .thenCompose(deleted -> createStateTopic(true))
+                .thenCompose(deleted -> createNonPartitioned(admin, topic))
                 // Before anything else: a writer after a crash from here on copies the carrier back.
                 .thenCompose(created -> admin.topics().updatePropertiesAsync(topic,
                         Map.of(CarryOver.CARRYING_PROPERTY, "1")))
@@ -594,60 +599,32 @@ public final class PulsarStateTopic implements StateTopic {
     }
 
     /**
-     * Creates the state topic if needed (true if it did). A partitioned one found right after
-     * a carry deleted the topic, or while a carrier exists, was created by a read of the old
-     * topic racing its deletion (the client's lookup creates a missing topic with the broker's
-     * default type): it holds nothing of the plugin's, so it is deleted and created again as
-     * non-partitioned, where otherwise the coordinator could never open again.
+     * Creates a topic of the plugin's as non-partitioned if needed: true if it did, false if
+     * it existed (non-partitioned). One found partitioned was never the plugin's (it writes
+     * only non-partitioned topics): a read or a lookup racing a deletion made the broker
+     * create it again with its default type ({@code pulsar/system} topics are created on
+     * demand even with auto-creation off). It is deleted and created again non-partitioned,
+     * where otherwise the coordinator could never open again.
      */
-    private CompletableFuture<Boolean> createStateTopic(boolean rightAfterCarryDeletion) {
-        return createNonPartitioned(admin, topic).exceptionallyCompose(error -> {
-            if (!(FutureUtil.unwrapCompletionException(error) instanceof PartitionedException)) {
-                return CompletableFuture.failedFuture(error);
-            }
-            CompletableFuture<Boolean> duringCarry = rightAfterCarryDeletion ? CompletableFuture.completedFuture(true)
-                    : carry.exists();
-            return duringCarry.thenCompose(autoCreated -> {
-                if (!autoCreated) {
-                    return CompletableFuture.failedFuture(error);
-                }
-                log.warn("Coordinator {}: state topic {} was created partitioned by a read racing its carry over;"
-                        + " it holds nothing of the plugin's and is created again non-partitioned", coordinatorId,
-                        topic);
-                return admin.topics().deletePartitionedTopicAsync(topic, true)
-                        .thenCompose(deleted -> createNonPartitioned(admin, topic));
-            });
-        });
-    }
-
-    /** A topic the plugin needs non-partitioned exists as a partitioned topic. */
-    static final class PartitionedException extends IllegalStateException {
-        PartitionedException(String message) {
-            super(message);
-        }
-    }
-
-    /** Completes with true if the topic was created, false if it existed (non-partitioned). */
     static CompletableFuture<Boolean> createNonPartitioned(PulsarAdmin admin, String topic) {
         return admin.topics().createNonPartitionedTopicAsync(topic)
                 .thenApply(created -> true)
                 .exceptionallyCompose(error -> {
-                    if (FutureUtil.unwrapCompletionException(error) instanceof PulsarAdminException.ConflictException) {
-                        return requireNonPartitioned(admin, topic).thenApply(existed -> false);
+                    if (!(FutureUtil.unwrapCompletionException(error)
+                            instanceof PulsarAdminException.ConflictException)) {
+                        return CompletableFuture.failedFuture(error);
                     }
-                    return CompletableFuture.failedFuture(error);
+                    return admin.topics().getPartitionedTopicMetadataAsync(topic).thenCompose(metadata -> {
+                        if (metadata.partitions == 0) {
+                            return CompletableFuture.completedFuture(false);
+                        }
+                        log.warn("Topic {} exists as a partitioned topic with {} partitions, which the plugin never"
+                                + " writes (the broker created it for a read racing a deletion): deleting it and"
+                                + " creating it non-partitioned", topic, metadata.partitions);
+                        return admin.topics().deletePartitionedTopicAsync(topic, true)
+                                .thenCompose(deleted -> admin.topics().createNonPartitionedTopicAsync(topic))
+                                .thenApply(created -> true);
+                    });
                 });
-    }
-
-    private static CompletableFuture<Void> requireNonPartitioned(PulsarAdmin admin, String topic) {
-        return admin.topics().getPartitionedTopicMetadataAsync(topic).thenCompose(metadata -> {
-            if (metadata.partitions > 0) {
-                return CompletableFuture.failedFuture(new PartitionedException("Topic " + topic
-                        + " exists as a partitioned topic with " + metadata.partitions + " partitions; the plugin"
-                        + " needs it non-partitioned. Delete it (a state topic's kept outcomes are lost, live"
-                        + " transactions are not) and the coordinator creates it again."));
-            }
-            return CompletableFuture.completedFuture(null);
-        });
     }
 }

@@ -106,6 +106,21 @@ class CarryOverTest {
     }
 
     /**
+     * Review of the fix: a terminated topic no writer marked (created again by a stray client,
+     * then terminated) is copied whole too. The first fix asked for the writer's mark, so such
+     * a carry never completed, and each attempt copied the view into the carrier again.
+     */
+    @Test
+    void anUnmarkedTerminatedTopicIsCopiedWhole() {
+        topicProperties.remove(PulsarStateTopic.WRITER_PROPERTY);
+        theViewHolds(2, () -> { });
+
+        assertThat(carry.toCarrier(view, () -> true)).succeedsWithin(Duration.ofSeconds(5));
+
+        assertThat(sent).containsExactly("block-0", "block-1", CarryOver.COMPLETE_KEY);
+    }
+
+    /**
      * Second review of the carry, should-fix 2: an operator deleted the terminated topic
      * while it was copied. Its view ended early (a reader of a deleted topic sees the end),
      * and before the fix the truncated copy was marked complete: the copy-back then took it
