@@ -379,17 +379,19 @@ public final class PulsarStateTopic implements StateTopic {
                     // Created here, the topic has none of the properties read before (it was
                     // deleted meanwhile): as a new topic, it owes a carrier left behind.
                     Map<String, String> found = created ? null : before;
-                    return noteOwed(found).thenCompose(noted -> fence(attempt))
-                        .thenCompose(adopted -> carryBack(adopted, CarryOver.owed(found), markedOwing(found),
-                                attempt))
-                        .thenApply(carried -> {
-                    // A topic without the writer's mark was created again by someone else; one
-                    // whose complete carrier was copied back holds every record it held.
-                    boolean recreated = carried != CarryOver.Carried.COMPLETE && (created || !topicWasMarked);
-                    log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId, topic,
-                            recreated ? " (the topic was gone and is created again)" : "");
-                    return recreated;
-                });
+                    return noteOwed(found)
+                            .thenCompose(noted -> fence(attempt))
+                            .thenCompose(adopted -> carryBack(adopted, found, attempt))
+                            .thenApply(carried -> {
+                                // A topic without the writer's mark was created again by someone
+                                // else; one whose complete carrier was copied back holds every
+                                // record it held.
+                                boolean recreated = carried != CarryOver.Carried.COMPLETE
+                                        && (created || !topicWasMarked);
+                                log.info("Coordinator {}: replaced the writer of state topic {}{}", coordinatorId,
+                                        topic, recreated ? " (the topic was gone and is created again)" : "");
+                                return recreated;
+                            });
                 })
                 .exceptionallyCompose(error -> {
                     if (!(FutureUtil.unwrapCompletionException(error)
@@ -462,20 +464,21 @@ public final class PulsarStateTopic implements StateTopic {
                 .thenCompose(created -> admin.topics().updatePropertiesAsync(topic,
                         Map.of(CarryOver.CARRYING_PROPERTY, "1")))
                 .thenCompose(owing -> fence(attempt))
-                .thenCompose(adopted -> carryBack(adopted, true, true, attempt))
+                .thenCompose(adopted -> carryBack(adopted, Map.of(CarryOver.CARRYING_PROPERTY, "1"), attempt))
                 .thenApply(carried -> carried != CarryOver.Carried.COMPLETE);
     }
 
     /**
      * Copies a carrier left behind (by this attempt, or one a crash or a give-up interrupted)
      * into the topic through the new writer, before it writes anything; reads work again once
-     * it is done.
+     * it is done. Whether the topic owes it follows from the properties the topic had before
+     * this writer marked it (null: created here).
      */
-    private CompletableFuture<CarryOver.Carried> carryBack(Adopted adopted, boolean owed, boolean markedOwing,
+    private CompletableFuture<CarryOver.Carried> carryBack(Adopted adopted, Map<String, String> properties,
                                                            long attempt) {
-        return carry.backIfAny(adopted.producer(), owed, (key, position) -> moved.moved(key, position),
-                        () -> isCurrent(attempt))
-                .thenCompose(carried -> carriedBack(carried, markedOwing))
+        return carry.backIfAny(adopted.producer(), CarryOver.owed(properties),
+                        (key, position) -> moved.moved(key, position), () -> isCurrent(attempt))
+                .thenCompose(carried -> carriedBack(carried, markedOwing(properties)))
                 .thenApply(carried -> {
                     carrying = false;
                     return carried;
