@@ -80,6 +80,11 @@ public final class PreserverMetrics extends Collector {
                 "Clients (owner roles) with kept outcomes");
         Family answered = new Family("pulsar_txn_preserver_retries_answered_total", Type.COUNTER,
                 "Retried commits and aborts answered from a kept outcome, by outcome");
+        Family timeoutAborts = new Family("pulsar_txn_preserver_timeout_aborts_total", Type.COUNTER,
+                "Transactions the coordinator aborted because they stayed open past their timeout");
+        Family commitsAfterTimeout = new Family("pulsar_txn_preserver_commits_after_timeout_abort_total",
+                Type.COUNTER, "Commits refused because the coordinator had aborted the transaction on its timeout:"
+                        + " its records are lost unless the committer sends them again");
         Family lookups = new Family("pulsar_txn_preserver_kept_lookups_total", Type.COUNTER,
                 "Transaction lookups answered from a kept outcome (retries, matching or conflicting, and admin)");
         Family evictions = new Family("pulsar_txn_preserver_evictions_total", Type.COUNTER,
@@ -130,6 +135,8 @@ public final class PreserverMetrics extends Collector {
             clients.add(labels, outcomes.clients());
             answered.add(labels, "outcome", "committed", stats.retriesAnsweredCommitted.sum());
             answered.add(labels, "outcome", "aborted", stats.retriesAnsweredAborted.sum());
+            timeoutAborts.add(labels, stats.timeoutAborts.sum());
+            commitsAfterTimeout.add(labels, stats.commitsAfterTimeoutAbort.sum());
             lookups.add(labels, stats.keptLookups.sum());
             evictions.add(labels, "limit", "memory", outcomes.memoryEvictions());
             evictions.add(labels, "limit", "floor", outcomes.floorEvictions());
@@ -153,7 +160,7 @@ public final class PreserverMetrics extends Collector {
             refused.add(labels, stats.endsRefusedWhileWaiting.sum());
         }
         List<MetricFamilySamples> families = new ArrayList<>();
-        for (Family family : List.of(kept, clients, answered, lookups, evictions, window, memory, floor, expirations,
+        for (Family family : List.of(kept, clients, answered, timeoutAborts, commitsAfterTimeout, lookups, evictions, window, memory, floor, expirations,
                 cold, coldReads, coldReadLatency, coldLost, writes,
                 writeFailures, malformed, restoreSeconds, restoreRecords, redrives,
                 writerReplacements, refused)) {

@@ -81,8 +81,16 @@ public final class BlockRecordCodec {
                     + " of coordinator " + record.getCoordinatorId() + ", not block " + index + " of coordinator "
                     + coordinatorId);
         }
-        if (record.getKeptCount() != WORDS || record.getCommittedCount() != WORDS) {
+        if (record.getKeptCount() != WORDS || record.getCommittedCount() != WORDS
+                || (record.getTimedOutCount() != 0 && record.getTimedOutCount() != WORDS)) {
             throw new MalformedRecordException("block under key '" + key + "' does not have " + WORDS + " bitmap words");
+        }
+        for (int i = 0; i < record.getTimedOutCount(); i++) {
+            long timedOut = record.getTimedOut(i);
+            if ((timedOut & ~record.getKept(i)) != 0 || (timedOut & record.getCommitted(i)) != 0) {
+                throw new MalformedRecordException("block under key '" + key
+                        + "' marks an offset timed out that is not a kept abort");
+            }
         }
         int size = 0;
         for (int i = 0; i < WORDS; i++) {
@@ -131,10 +139,12 @@ public final class BlockRecordCodec {
                 int bit = Long.numberOfTrailingZeros(kept);
                 kept &= kept - 1;
                 int offset = (word << 6) + bit;
-                boolean committed = (record.getCommitted(word) & (1L << bit)) != 0;
+                Outcome outcome = (record.getCommitted(word) & (1L << bit)) != 0 ? Outcome.COMMITTED
+                        : record.getTimedOutCount() != 0 && (record.getTimedOut(word) & (1L << bit)) != 0
+                        ? Outcome.TIMED_OUT : Outcome.ABORTED;
                 int ref = record.getOwnerRefsCount() == 0 ? record.getUniformOwnerRef() : record.getOwnerRefs(entry);
                 time += record.getEndSecondDeltas(entry);
-                block.set(offset, committed, (int) time, ids[ref]);
+                block.set(offset, outcome, (int) time, ids[ref]);
                 entry++;
             }
         }
@@ -149,6 +159,8 @@ public final class BlockRecordCodec {
                 .setBlockIndex(block.index);
         long[] kept = new long[WORDS];
         long[] committed = new long[WORDS];
+        long[] timedOut = new long[WORDS];
+        boolean anyTimedOut = false;
         int[] refs = new int[block.count()];
         Int2IntOpenHashMap refOf = new Int2IntOpenHashMap(2);
         boolean uniform = true;
@@ -157,8 +169,12 @@ public final class BlockRecordCodec {
         for (int offset = block.nextKept(0); offset >= 0;
              offset = offset == OutcomeBlock.MASK ? -1 : block.nextKept(offset + 1)) {
             kept[offset >>> 6] |= 1L << offset;
-            if (block.committed(offset)) {
+            Outcome outcome = block.outcome(offset);
+            if (outcome == Outcome.COMMITTED) {
                 committed[offset >>> 6] |= 1L << offset;
+            } else if (outcome == Outcome.TIMED_OUT) {
+                timedOut[offset >>> 6] |= 1L << offset;
+                anyTimedOut = true;
             }
             record.addEndSecondDeltas(block.time(offset) - previousTime);
             previousTime = block.time(offset);
@@ -178,6 +194,9 @@ public final class BlockRecordCodec {
         }
         for (int i = 0; i < WORDS; i++) {
             record.addKept(kept[i]).addCommitted(committed[i]);
+            if (anyTimedOut) {
+                record.addTimedOut(timedOut[i]);
+            }
         }
         if (uniform) {
             record.setUniformOwnerRef(entry == 0 ? 0 : refs[0]);

@@ -12,7 +12,7 @@ import java.util.Map;
  * window past them, so that a busy role cannot push a quiet role's recent outcomes out.
  *
  * <p>Each client has a ring of its newest sequences, in end order; every entry is also
- * indexed by sequence with its outcome packed in a long (end time, owner id, committed), so
+ * indexed by sequence with its outcome packed in a long (end time, owner id, outcome), so
  * a lookup needs no block. At most {@code cap} entries in all: past it, the client that
  * ended a transaction least recently loses its oldest first.
  *
@@ -45,8 +45,9 @@ final class ClientFloor {
         entries.defaultReturnValue(0);
     }
 
-    static long pack(int time, int owner, boolean committed) {
-        return ((long) time << 32) | ((long) owner << 1) | (committed ? 1 : 0);
+    /** Owner ids stay below 2^30 (each names a role string the coordinator holds): two bits are left for the outcome. */
+    static long pack(int time, int owner, Outcome outcome) {
+        return ((long) time << 32) | ((long) owner << 2) | outcome.ordinal();
     }
 
     static int timeOf(long packed) {
@@ -54,12 +55,14 @@ final class ClientFloor {
     }
 
     static int ownerOf(long packed) {
-        return (int) ((packed & 0xFFFF_FFFFL) >>> 1);
+        return (int) ((packed & 0xFFFF_FFFFL) >>> 2);
     }
 
-    static boolean committedOf(long packed) {
-        return (packed & 1) != 0;
+    static Outcome outcomeOf(long packed) {
+        return OUTCOMES[(int) (packed & 3)];
     }
+
+    private static final Outcome[] OUTCOMES = Outcome.values();
 
     boolean contains(long sequence) {
         return entries.containsKey(sequence);
@@ -82,12 +85,12 @@ final class ClientFloor {
      * @return {@link #ADDED}, or the owner id of the entry it replaced (the caller holds one
      *     reference per entry)
      */
-    int add(long sequence, int owner, int time, boolean committed, Removal removed) {
+    int add(long sequence, int owner, int time, Outcome outcome, Removal removed) {
         int replacedOwner = ADDED;
         if (entries.containsKey(sequence)) {
             replacedOwner = ownerOf(entries.get(sequence));
             if (replacedOwner == owner) {
-                entries.put(sequence, pack(time, owner, committed));
+                entries.put(sequence, pack(time, owner, outcome));
                 return replacedOwner;
             }
             entries.remove(sequence);
@@ -106,7 +109,7 @@ final class ClientFloor {
             rings.put(owner, ring);
             ringOf.put(owner, ring);
         }
-        entries.put(sequence, pack(time, owner, committed));
+        entries.put(sequence, pack(time, owner, outcome));
         if (ring.size == perClient) {
             long pushedOut = ring.popOldest();
             if (ownedBy(pushedOut, owner)) {
@@ -195,7 +198,7 @@ final class ClientFloor {
         for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
             long packed = get(first + offset, -1);
             if (packed != -1) {
-                block.set(offset, committedOf(packed), timeOf(packed), ownerOf(packed));
+                block.set(offset, outcomeOf(packed), timeOf(packed), ownerOf(packed));
             }
         }
     }

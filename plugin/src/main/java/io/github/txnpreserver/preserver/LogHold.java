@@ -29,18 +29,18 @@ final class LogHold {
     }
 
     /** An end's decision (its terminal entry follows). */
-    void decided(long sequence, boolean committed, String owner, long nowMillis) {
+    void decided(long sequence, Outcome outcome, String owner, long nowMillis) {
         try {
-            index.decide(sequence, committed, owner, nowMillis);
+            index.decide(sequence, outcome, owner, nowMillis);
         } catch (RuntimeException e) {
             notKept(sequence, e);
         }
     }
 
     /** A terminal entry the log still holds, met in its replay. */
-    void replayed(long sequence, boolean committed, String owner, long endMillis) {
+    void replayed(long sequence, Outcome outcome, String owner, long endMillis) {
         try {
-            index.decide(sequence, committed, owner, endMillis);
+            index.decide(sequence, outcome, owner, endMillis);
             index.ended(sequence);
         } catch (RuntimeException e) {
             notKept(sequence, e);

@@ -85,8 +85,7 @@ final class LookUps {
         long packed = index.find(sequence, -1);
         if (packed != -1) {
             stats.keptLookups.increment();
-            answer.complete(new KeptOutcome(txnId, ClientFloor.committedOf(packed) ? Outcome.COMMITTED
-                    : Outcome.ABORTED, index.ownerName(ClientFloor.ownerOf(packed)),
+            answer.complete(new KeptOutcome(txnId, ClientFloor.outcomeOf(packed), index.ownerName(ClientFloor.ownerOf(packed)),
                     OutcomeIndex.millisOf(ClientFloor.timeOf(packed))));
             return;
         }
@@ -119,7 +118,7 @@ final class LookUps {
             }
             stats.keptLookups.increment();
             stats.coldLookups.increment();
-            answer.complete(new KeptOutcome(txnId, block.committed(offset) ? Outcome.COMMITTED : Outcome.ABORTED,
+            answer.complete(new KeptOutcome(txnId, block.outcome(offset),
                     decoded.owners().nameOf(block.owner(offset)), OutcomeIndex.millisOf(block.time(offset))));
         });
     }

@@ -12,7 +12,7 @@ final class NewestPerClient {
     private final int limit;
     private int[] times = new int[4];
     private long[] sequences = new long[4];
-    private boolean[] committed = new boolean[4];
+    private Outcome[] outcomes = new Outcome[4];
     private int size;
     private int newestTime = Integer.MIN_VALUE;
 
@@ -20,13 +20,13 @@ final class NewestPerClient {
         this.limit = limit;
     }
 
-    void offer(int time, long sequence, boolean isCommitted) {
+    void offer(int time, long sequence, Outcome outcome) {
         newestTime = Math.max(newestTime, time);
         if (size == limit) {
             if (compare(time, sequence, 0) <= 0) {
                 return;
             }
-            set(0, time, sequence, isCommitted);
+            set(0, time, sequence, outcome);
             siftDown(0);
             return;
         }
@@ -34,10 +34,10 @@ final class NewestPerClient {
             int grown = Math.min(limit, times.length * 2);
             times = Arrays.copyOf(times, grown);
             sequences = Arrays.copyOf(sequences, grown);
-            committed = Arrays.copyOf(committed, grown);
+            outcomes = Arrays.copyOf(outcomes, grown);
         }
         int at = size++;
-        set(at, time, sequence, isCommitted);
+        set(at, time, sequence, outcome);
         while (at > 0 && compare(times[at], sequences[at], (at - 1) / 2) < 0) {
             swap(at, (at - 1) / 2);
             at = (at - 1) / 2;
@@ -59,14 +59,14 @@ final class NewestPerClient {
             return byTime != 0 ? byTime : Long.compare(sequences[a], sequences[b]);
         });
         for (int i : order) {
-            visitor.visit(times[i], sequences[i], committed[i]);
+            visitor.visit(times[i], sequences[i], outcomes[i]);
         }
     }
 
-    private void set(int at, int time, long sequence, boolean isCommitted) {
+    private void set(int at, int time, long sequence, Outcome outcome) {
         times[at] = time;
         sequences[at] = sequence;
-        committed[at] = isCommitted;
+        outcomes[at] = outcome;
     }
 
     private int compare(int time, long sequence, int at) {
@@ -96,12 +96,12 @@ final class NewestPerClient {
     private void swap(int a, int b) {
         int time = times[a];
         long sequence = sequences[a];
-        boolean isCommitted = committed[a];
-        set(a, times[b], sequences[b], committed[b]);
-        set(b, time, sequence, isCommitted);
+        Outcome outcome = outcomes[a];
+        set(a, times[b], sequences[b], outcomes[b]);
+        set(b, time, sequence, outcome);
     }
 
     interface Visitor {
-        void visit(int time, long sequence, boolean committed);
+        void visit(int time, long sequence, Outcome outcome);
     }
 }

@@ -3,7 +3,10 @@ package io.github.txnpreserver.preserver;
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 
 /**
- * How an ended transaction ended.
+ * How an ended transaction ended: committed, aborted (by its client or an admin), or aborted
+ * by the coordinator because it stayed open past its timeout. The last is an abort to every
+ * end request (an abort retry succeeds, a commit is refused); it is kept apart because a
+ * commit that meets it means the committer's data was lost (docs/DESIGN.md, "Timeout-aborts").
  *
  * <p>A kept outcome is reported to the broker as the <em>finishing</em> status
  * (COMMITTING / ABORTING), never the terminal one: the broker's end-transaction
@@ -13,7 +16,8 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  */
 public enum Outcome {
     COMMITTED(TxnStatus.COMMITTING),
-    ABORTED(TxnStatus.ABORTING);
+    ABORTED(TxnStatus.ABORTING),
+    TIMED_OUT(TxnStatus.ABORTING);
 
     private final TxnStatus finishingStatus;
 
@@ -25,7 +29,12 @@ public enum Outcome {
         return finishingStatus;
     }
 
-    /** The outcome a finishing or terminal status leads to, or null for OPEN and TIME_OUT. */
+    /** Whether an end request towards {@code status} (finishing or terminal) ends as this outcome did. */
+    public boolean endsAs(TxnStatus status) {
+        return of(status) == (this == TIMED_OUT ? ABORTED : this);
+    }
+
+    /** The outcome a finishing or terminal status leads to (never TIMED_OUT), or null for OPEN and TIME_OUT. */
     public static Outcome of(TxnStatus status) {
         return switch (status) {
             case COMMITTING, COMMITTED -> COMMITTED;

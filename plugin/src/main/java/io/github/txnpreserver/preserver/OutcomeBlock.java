@@ -9,7 +9,8 @@ import java.util.Arrays;
  *
  * <h2>Layout</h2>
  * <ul>
- *   <li>Two bits per sequence: kept, and committed (else aborted).</li>
+ *   <li>Three bits per sequence: kept, committed, and aborted on its timeout (neither: aborted
+ *       by its client or an admin).</li>
  *   <li>End time, in seconds: a 16-bit offset from the block's first end time while every
  *       end fits within 18 hours of it (a coordinator allocates sequence ids consecutively,
  *       so a block's transactions end close together at any rate that matters for memory);
@@ -36,8 +37,8 @@ final class OutcomeBlock {
     private static final int ARRAY_HEADER = 16;
 
     final long index;
-    /** {@code [0, WORDS)}: kept; {@code [WORDS, 2 WORDS)}: committed. */
-    private final long[] bits = new long[2 * WORDS];
+    /** {@code [0, WORDS)}: kept; {@code [WORDS, 2 WORDS)}: committed; {@code [2 WORDS, 3 WORDS)}: timed out. */
+    private final long[] bits = new long[3 * WORDS];
     private int count;
 
     private int timeBase;
@@ -81,8 +82,12 @@ final class OutcomeBlock {
         return (bits[offset >>> 6] & (1L << offset)) != 0;
     }
 
-    boolean committed(int offset) {
-        return (bits[WORDS + (offset >>> 6)] & (1L << offset)) != 0;
+    /** The outcome kept at an offset that {@link #has} one. */
+    Outcome outcome(int offset) {
+        if ((bits[WORDS + (offset >>> 6)] & (1L << offset)) != 0) {
+            return Outcome.COMMITTED;
+        }
+        return (bits[2 * WORDS + (offset >>> 6)] & (1L << offset)) != 0 ? Outcome.TIMED_OUT : Outcome.ABORTED;
     }
 
     int time(int offset) {
@@ -120,17 +125,14 @@ final class OutcomeBlock {
     }
 
     /** Keeps an outcome; returns the owner id it replaced, or -1 if the offset was empty. */
-    int set(int offset, boolean committed, int time, int owner) {
+    int set(int offset, Outcome outcome, int time, int owner) {
         int replaced = has(offset) ? owner(offset) : -1;
         if (replaced < 0) {
             bits[offset >>> 6] |= 1L << offset;
             count++;
         }
-        if (committed) {
-            bits[WORDS + (offset >>> 6)] |= 1L << offset;
-        } else {
-            bits[WORDS + (offset >>> 6)] &= ~(1L << offset);
-        }
+        setBit(WORDS, offset, outcome == Outcome.COMMITTED);
+        setBit(2 * WORDS, offset, outcome == Outcome.TIMED_OUT);
         setTime(offset, time);
         setOwner(offset, owner);
         return replaced;
@@ -143,7 +145,8 @@ final class OutcomeBlock {
         }
         int owner = owner(offset);
         bits[offset >>> 6] &= ~(1L << offset);
-        bits[WORDS + (offset >>> 6)] &= ~(1L << offset);
+        setBit(WORDS, offset, false);
+        setBit(2 * WORDS, offset, false);
         count--;
         return owner;
     }
@@ -204,6 +207,14 @@ final class OutcomeBlock {
             }
         } else if (uniformOwner >= 0) {
             uniformOwner = newIds[uniformOwner];
+        }
+    }
+
+    private void setBit(int column, int offset, boolean on) {
+        if (on) {
+            bits[column + (offset >>> 6)] |= 1L << offset;
+        } else {
+            bits[column + (offset >>> 6)] &= ~(1L << offset);
         }
     }
 

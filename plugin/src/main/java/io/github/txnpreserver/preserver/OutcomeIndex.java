@@ -129,16 +129,16 @@ final class OutcomeIndex {
      * (pinned there until {@link #ended}) and admitted to its client's floor. Called again (a
      * retried terminal step), it changes nothing.
      */
-    void decide(long sequence, boolean committed, String owner, long nowMillis) {
+    void decide(long sequence, Outcome outcome, String owner, long nowMillis) {
         if (pending.contains(sequence)) {
             return;
         }
         int ownerId = owners.idOf(owner);
-        OutcomeBlock block = put(sequence, committed, storedSecond(nowMillis), ownerId);
+        OutcomeBlock block = put(sequence, outcome, storedSecond(nowMillis), ownerId);
         pending.add(sequence);
         block.pins++;
         int offset = OutcomeBlock.offsetOf(sequence);
-        int replaced = floor.add(sequence, block.owner(offset), block.time(offset), committed, this::floorEntryRemoved);
+        int replaced = floor.add(sequence, block.owner(offset), block.time(offset), outcome, this::floorEntryRemoved);
         owners.retain(block.owner(offset));
         if (replaced != ClientFloor.ADDED) {
             owners.release(replaced);
@@ -163,7 +163,7 @@ final class OutcomeIndex {
         OutcomeBlock block = blocks.get(OutcomeBlock.indexOf(sequence));
         int offset = OutcomeBlock.offsetOf(sequence);
         if (block != null && block.has(offset)) {
-            return ClientFloor.pack(block.time(offset), block.owner(offset), block.committed(offset));
+            return ClientFloor.pack(block.time(offset), block.owner(offset), block.outcome(offset));
         }
         return floor.get(sequence, none);
     }
@@ -225,7 +225,7 @@ final class OutcomeIndex {
                 if (!block.has(offset)) {
                     int owner = this.owners.idOf(owners.nameOf(record.owner(offset)));
                     this.owners.retain(owner);
-                    block.set(offset, record.committed(offset), record.time(offset), owner);
+                    block.set(offset, record.outcome(offset), record.time(offset), owner);
                     blockOutcomes++;
                 }
             }
@@ -565,19 +565,19 @@ final class OutcomeIndex {
     }
 
     /** Keeps an outcome in its block (created if needed); reports the block changed unless it said so already. */
-    private OutcomeBlock put(long sequence, boolean committed, int time, int owner) {
+    private OutcomeBlock put(long sequence, Outcome outcome, int time, int owner) {
         long index = OutcomeBlock.indexOf(sequence);
         int offset = OutcomeBlock.offsetOf(sequence);
         OutcomeBlock block = blocks.get(index);
         if (block == null) {
             block = createBlock(index);
-        } else if (block.has(offset) && block.committed(offset) == committed && block.owner(offset) == owner) {
+        } else if (block.has(offset) && block.outcome(offset) == outcome && block.owner(offset) == owner) {
             byAge.touch(block);
             return block;
         }
         long before = block.bytes();
         owners.retain(owner);
-        int replaced = block.set(offset, committed, time, owner);
+        int replaced = block.set(offset, outcome, time, owner);
         if (replaced >= 0) {
             owners.release(replaced);
         } else {

@@ -15,6 +15,8 @@ import java.util.Arrays;
 final class OwnerIds {
 
     static final int NO_OWNER = 0;
+    /** The highest id: two bits of a packed outcome's owner word are its outcome ({@link ClientFloor#pack}). */
+    static final int MAX_ID = (1 << 30) - 1;
     /** Map entry, array slots and the string's own header; the characters are counted apart. */
     private static final int BYTES_PER_OWNER = 64;
 
@@ -37,6 +39,9 @@ final class OwnerIds {
         int id = ids.getInt(owner);
         if (id >= 0) {
             return id;
+        }
+        if (freeIds.isEmpty() && nextId > MAX_ID) {
+            throw new IllegalStateException("more than " + MAX_ID + " owner roles have kept outcomes");
         }
         id = freeIds.isEmpty() ? nextId++ : freeIds.popInt();
         if (id >= names.length) {

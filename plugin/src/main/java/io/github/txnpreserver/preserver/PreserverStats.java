@@ -17,6 +17,10 @@ public final class PreserverStats {
     /** Retried commits and aborts answered from a kept outcome, by outcome. */
     public final LongAdder retriesAnsweredCommitted = new LongAdder();
     public final LongAdder retriesAnsweredAborted = new LongAdder();
+    /** Transactions the coordinator aborted on their timeout, kept as such. */
+    public final LongAdder timeoutAborts = new LongAdder();
+    /** Commits refused because the coordinator had aborted the transaction on its timeout. */
+    public final LongAdder commitsAfterTimeoutAbort = new LongAdder();
     /**
      * Lookups of transactions answered from a kept outcome: every retry (two or three per
      * request) and admin lookups. A retry that conflicts with the outcome is refused by the

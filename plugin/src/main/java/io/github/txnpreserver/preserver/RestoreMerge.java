@@ -108,7 +108,7 @@ final class RestoreMerge {
             if (!live.has(offset)) {
                 int owner = remap(remap, staged.owner(offset), restoredOwners);
                 index.owners.retain(owner);
-                live.set(offset, staged.committed(offset), staged.time(offset), owner);
+                live.set(offset, staged.outcome(offset), staged.time(offset), owner);
                 index.blockOutcomes++;
             }
         }
@@ -130,11 +130,11 @@ final class RestoreMerge {
     private void rebuildFloor(RestoredBlocks restored, int[] remap, int through) {
         Int2ObjectOpenHashMap<NewestPerClient> newestByOwner = new Int2ObjectOpenHashMap<>();
         Int2ObjectFunction<NewestPerClient> newClient = ignored -> new NewestPerClient(index.perClient);
-        restored.coldFloor().forEach((restoredOwner, newest) -> newest.inOrder((time, sequence, committed) -> {
+        restored.coldFloor().forEach((restoredOwner, newest) -> newest.inOrder((time, sequence, outcome) -> {
             if (time > through && index.cold.contains(OutcomeBlock.indexOf(sequence))
                     && !index.blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
                 newestByOwner.computeIfAbsent(remap(remap, restoredOwner, restored.owners()), newClient)
-                        .offer(time, sequence, committed);
+                        .offer(time, sequence, outcome);
             }
         }));
         // The old entries' owner references are released only once the new index.floor holds its
@@ -146,7 +146,7 @@ final class RestoreMerge {
             formerOwners.add(ClientFloor.ownerOf(packed));
             if (!index.blocks.containsKey(OutcomeBlock.indexOf(sequence))) {
                 newestByOwner.computeIfAbsent(ClientFloor.ownerOf(packed), newClient)
-                        .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.committedOf(packed));
+                        .offer(ClientFloor.timeOf(packed), sequence, ClientFloor.outcomeOf(packed));
             }
         });
         long[] formerlyFloorOnly = index.floorOnlyBlocks.indexes().toLongArray();
@@ -163,7 +163,7 @@ final class RestoreMerge {
                     lastClient = newestByOwner.computeIfAbsent(owner, newClient);
                     lastOwner = owner;
                 }
-                lastClient.offer(block.time(offset), first + offset, block.committed(offset));
+                lastClient.offer(block.time(offset), first + offset, block.outcome(offset));
             }
         }
         // Least recently ending clients first, so that the index.floor cap takes from them.
@@ -171,8 +171,8 @@ final class RestoreMerge {
         clients.sort((a, b) -> Integer.compare(a.getValue().newestTime(), b.getValue().newestTime()));
         for (Map.Entry<Integer, NewestPerClient> client : clients) {
             int owner = client.getKey();
-            client.getValue().inOrder((time, sequence, committed) -> {
-                int replaced = index.floor.add(sequence, owner, time, committed, index::floorEntryRemoved);
+            client.getValue().inOrder((time, sequence, outcome) -> {
+                int replaced = index.floor.add(sequence, owner, time, outcome, index::floorEntryRemoved);
                 index.owners.retain(owner);
                 if (replaced != ClientFloor.ADDED) {
                     index.owners.release(replaced);

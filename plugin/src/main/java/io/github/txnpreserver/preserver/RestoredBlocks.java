@@ -121,7 +121,7 @@ final class RestoredBlocks {
                 client = coldFloor.computeIfAbsent(owner, ignored -> new NewestPerClient(perClient));
                 lastOwner = owner;
             }
-            client.offer(block.time(offset), first + offset, block.committed(offset));
+            client.offer(block.time(offset), first + offset, block.outcome(offset));
         }
     }
 

@@ -208,7 +208,7 @@ public final class TransactionMetadataPreserver {
         recentAnswers.forget(sequence);
         boolean queued = thread.defer(() -> {
             recentAnswers.forget(sequence);
-            logHold.decided(sequence, outcome == Outcome.COMMITTED, owner, scheduler.millis());
+            logHold.decided(sequence, outcome, owner, scheduler.millis());
             changed();
         });
         return queued ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(thread.closedError());
@@ -240,7 +240,7 @@ public final class TransactionMetadataPreserver {
             // Noted in this task if it cannot be kept: the log's release is queued behind it.
             recentAnswers.forget(txnId.getLeastSigBits());
             try {
-                logHold.replayed(sequenceOf(txnId), outcome == Outcome.COMMITTED, owner, endMillis);
+                logHold.replayed(sequenceOf(txnId), outcome, owner, endMillis);
             } catch (IllegalArgumentException notOurs) {
                 logHold.notKept(txnId.getLeastSigBits(), notOurs);
             }

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.resolution;
 
 import io.github.txnpreserver.preserver.KeptOutcome;
+import io.github.txnpreserver.preserver.Outcome;
 import java.util.List;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.apache.pulsar.transaction.coordinator.TransactionSubscription;
@@ -27,9 +28,10 @@ final class KeptTxnMeta implements TxnMeta {
         return kept.txnId();
     }
 
+    /** A timeout-abort is reported OPEN (see {@link OutcomeResolver}); with no partitions, nothing is re-sent. */
     @Override
     public TxnStatus status() {
-        return kept.outcome().finishingStatus();
+        return kept.outcome() == Outcome.TIMED_OUT ? TxnStatus.OPEN : kept.outcome().finishingStatus();
     }
 
     @Override
@@ -44,17 +46,17 @@ final class KeptTxnMeta implements TxnMeta {
 
     @Override
     public TxnMeta addProducedPartitions(List<String> partitions) throws InvalidTxnStatusException {
-        throw new InvalidTxnStatusException(kept.txnId(), TxnStatus.OPEN, status());
+        throw new InvalidTxnStatusException(kept.txnId(), TxnStatus.OPEN, kept.outcome().finishingStatus());
     }
 
     @Override
     public TxnMeta addAckedPartitions(List<TransactionSubscription> subscriptions) throws InvalidTxnStatusException {
-        throw new InvalidTxnStatusException(kept.txnId(), TxnStatus.OPEN, status());
+        throw new InvalidTxnStatusException(kept.txnId(), TxnStatus.OPEN, kept.outcome().finishingStatus());
     }
 
     @Override
     public TxnMeta updateTxnStatus(TxnStatus newStatus, TxnStatus expectedStatus) throws InvalidTxnStatusException {
-        throw new InvalidTxnStatusException(kept.txnId(), expectedStatus, status());
+        throw new InvalidTxnStatusException(kept.txnId(), expectedStatus, kept.outcome().finishingStatus());
     }
 
     /** Not kept (it would cost 8 bytes per outcome); admin shows the end time instead. */

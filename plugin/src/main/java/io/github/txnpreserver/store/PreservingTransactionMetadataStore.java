@@ -3,11 +3,14 @@ package io.github.txnpreserver.store;
 import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
 import io.github.txnpreserver.preserver.KeptOutcome;
 import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.PreserverFigures;
 import io.github.txnpreserver.preserver.PreserverUnavailableException;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.OutcomeResolver;
 import io.github.txnpreserver.resolution.Resolution;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +29,8 @@ import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStore;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Pulsar's managed-ledger coordinator store, plus a preserver of ended transactions'
@@ -64,10 +69,12 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  */
 public class PreservingTransactionMetadataStore extends MLTransactionMetadataStore {
 
+    private static final Logger log = LoggerFactory.getLogger(PreservingTransactionMetadataStore.class);
     private static final Duration MAX_CLEANUP_INTERVAL = Duration.ofSeconds(5);
 
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
+    private final TimeoutAborts timeoutAborts;
     private final Runnable onClosed;
     /** The finishing-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
@@ -79,11 +86,22 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                                               MLTransactionSequenceIdGenerator sequenceIdGenerator,
                                               long maxActiveTransactionsPerCoordinator,
                                               TransactionMetadataPreserver preserver, Runnable onClosed) {
-        super(tcID, RecordGatedTransactionLog.gate(tcID, transactionLog, preserver), timeoutTracker,
+        this(tcID, transactionLog, timeoutTracker, sequenceIdGenerator, maxActiveTransactionsPerCoordinator,
+                preserver, onClosed, new TimeoutAborts());
+    }
+
+    private PreservingTransactionMetadataStore(TransactionCoordinatorID tcID, MLTransactionLogImpl transactionLog,
+                                               TransactionTimeoutTracker timeoutTracker,
+                                               MLTransactionSequenceIdGenerator sequenceIdGenerator,
+                                               long maxActiveTransactionsPerCoordinator,
+                                               TransactionMetadataPreserver preserver, Runnable onClosed,
+                                               TimeoutAborts timeoutAborts) {
+        super(tcID, RecordGatedTransactionLog.gate(tcID, transactionLog, preserver, timeoutAborts), timeoutTracker,
                 sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
         this.preserver = preserver;
         this.onClosed = onClosed;
-        this.resolver = new OutcomeResolver(this::liveTxnMeta, preserver);
+        this.timeoutAborts = timeoutAborts;
+        this.resolver = new OutcomeResolver(this::liveTxnMeta, timeoutAborts::isFinishing, preserver);
     }
 
     public TransactionMetadataPreserver preserver() {
@@ -110,8 +128,30 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     public CompletableFuture<TxnMeta> getTxnMeta(TxnID txnId) {
         return unavailableAsNotFoundCoordinator(resolver.resolve(txnId)).thenCompose(answer ->
                 answer.resolution() == Resolution.NOT_FOUND
-                        ? FutureUtil.failedFuture(new TransactionNotFoundException(txnId))
+                        ? FutureUtil.failedFuture(notFound(txnId))
                         : CompletableFuture.completedFuture(answer.meta()));
+    }
+
+    /**
+     * "Not found", saying which (docs/DESIGN.md, "Answers"): a sequence this coordinator issued
+     * was forgotten (its outcome ended before the window, or a limit dropped it), one above
+     * the highest it issued never existed. Both stay {@code TransactionNotFound} to the client;
+     * neither names an owner, so they tell a role no more than which sequences were issued.
+     */
+    private TransactionNotFoundException notFound(TxnID txnId) {
+        long coordinator = getTransactionCoordinatorID().getId();
+        long sequence = txnId.getLeastSigBits();
+        long highest = getCoordinatorStats().getLeastSigBits();
+        if (txnId.getMostSigBits() != coordinator || sequence < 0 || sequence > highest) {
+            return new TransactionNotFoundException("Transaction " + txnId + " was never issued: coordinator "
+                    + coordinator + " has issued sequences up to " + highest);
+        }
+        PreserverFigures figures = preserver.figures();
+        String window = figures.kept() == 0 ? "no ended transaction is kept now"
+                : "kept outcomes reach back to " + Instant.ofEpochMilli(preserver.scheduler().millis()
+                        - figures.windowMillis()).truncatedTo(ChronoUnit.SECONDS);
+        return new TransactionNotFoundException("Transaction " + txnId + " is no longer kept: its outcome is"
+                + " forgotten (it ended before the window, " + window + ", or a limit dropped it)");
     }
 
     /** A preserver that cannot answer now is, to the broker and the client, a coordinator to look up again. */
@@ -175,8 +215,68 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      */
     protected CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                   boolean isTimeout) {
-        return joinOrRun(beginning, txnId, newStatus,
-                () -> stockStep(txnId, newStatus, expectedStatus, isTimeout));
+        long sequence = txnId.getLeastSigBits();
+        if (newStatus == TxnStatus.COMMITTING && timeoutAborts.isFinishing(sequence)) {
+            // Reported OPEN (see OutcomeResolver) so that the broker hands this step the action.
+            TxnMeta live = liveTxnMeta(txnId);
+            if (live != null && live.status() == TxnStatus.ABORTING) {
+                return FutureUtil.failedFuture(commitAfterTimeoutAbort(txnId, live.getOwner(),
+                        preserver.scheduler().millis(), live.getTimeoutAt()));
+            }
+        }
+        return joinOrRun(beginning, txnId, newStatus, () -> {
+            // The stock step changes an OPEN transaction's status or fails; this step runs alone
+            // for this status, so an OPEN status now means the timeout's step is the one that
+            // aborts, unless a commit's step wins the race, and then this one fails. Marked
+            // before the step, so that a commit losing that race is told why.
+            TxnMeta live = isTimeout && newStatus == TxnStatus.ABORTING ? liveTxnMeta(txnId) : null;
+            boolean byTimeout = live != null && live.status() == TxnStatus.OPEN;
+            if (byTimeout) {
+                timeoutAborts.began(sequence);
+            }
+            CompletableFuture<Void> step = stockStep(txnId, newStatus, expectedStatus, isTimeout);
+            if (byTimeout) {
+                step = step.whenComplete((ignored, error) -> {
+                    if (error != null) {
+                        timeoutAborts.ended(sequence, 0);
+                    }
+                });
+            }
+            if (newStatus == TxnStatus.COMMITTING) {
+                step = step.exceptionallyCompose(error -> {
+                    TxnMeta now = liveTxnMeta(txnId);
+                    return FutureUtil.failedFuture(FutureUtil.unwrapCompletionException(error)
+                            instanceof InvalidTxnStatusException && now != null && now.status() == TxnStatus.ABORTING
+                            && timeoutAborts.isFinishing(sequence)
+                            ? commitAfterTimeoutAbort(txnId, now.getOwner(), preserver.scheduler().millis(),
+                                    now.getTimeoutAt())
+                            : error);
+                });
+            }
+            return step;
+        });
+    }
+
+    /**
+     * A commit of a transaction the coordinator aborted on its timeout: refused, as any commit
+     * of an aborted transaction, but named, counted and warned about, because a committer that
+     * sent records in it (a Flink sink) has lost them unless it sends them again.
+     */
+    private InvalidTxnStatusException commitAfterTimeoutAbort(TxnID txnId, String owner, long abortedAtMillis,
+                                                              long timeoutMillis) {
+        preserver.stats().commitsAfterTimeoutAbort.increment();
+        Instant abortedAt = Instant.ofEpochMilli(abortedAtMillis).truncatedTo(ChronoUnit.SECONDS);
+        String timeout = timeoutMillis > 0 ? "its timeout of " + timeoutMillis + " ms" : "its timeout";
+        if (timeoutAborts.firstWarning(txnId.getLeastSigBits())) {
+            log.warn("Coordinator {}: commit of transaction {} (owner {}) refused: the coordinator aborted it at {},"
+                            + " when it had stayed open past {}. Records sent in it are not in any topic: a Flink sink"
+                            + " (or any two-phase committer) that took this commit as done lost them unless its job"
+                            + " sends them again. See docs/flink.md",
+                    getTransactionCoordinatorID().getId(), txnId, owner == null ? "none" : "'" + owner + "'",
+                    abortedAt, timeout);
+        }
+        return new InvalidTxnStatusException("Transaction " + txnId + " was aborted on its timeout at " + abortedAt
+                + " (" + timeout + " passed while it was open); it cannot be committed");
     }
 
     /**
@@ -200,14 +300,24 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private CompletableFuture<Void> finishEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                  boolean isTimeout) {
         TxnMeta live = liveTxnMeta(txnId);
+        long sequence = txnId.getLeastSigBits();
         if (live == null) {
+            timeoutAborts.ended(sequence, 0);
             return answerFromKeptOutcome(txnId, newStatus);
         }
         if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
             return stockStep(txnId, newStatus, expectedStatus, isTimeout);
         }
-        return joinOrRun(ending, txnId, newStatus, () -> keepDecided(txnId, Outcome.of(newStatus), live.getOwner())
+        Outcome decided = newStatus == TxnStatus.ABORTED && timeoutAborts.isFinishing(sequence)
+                ? Outcome.TIMED_OUT : Outcome.of(newStatus);
+        return joinOrRun(ending, txnId, newStatus, () -> keepDecided(txnId, decided, live.getOwner())
                 .thenCompose(ignored -> stockStep(txnId, newStatus, expectedStatus, isTimeout))
+                .thenRun(() -> {
+                    if (decided == Outcome.TIMED_OUT) {
+                        preserver.stats().timeoutAborts.increment();
+                    }
+                    timeoutAborts.ended(sequence, live.getTimeoutAt());
+                })
                 // Also when answered as a retry: this step's decision pinned the outcome's block
                 // again, and only the end unpins it (ending twice changes nothing).
                 .thenRun(() -> ended(txnId)));
@@ -237,11 +347,16 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     private CompletableFuture<Void> answer(TxnID txnId, KeptOutcome kept, TxnStatus newStatus) {
         if (kept == null) {
-            return FutureUtil.failedFuture(new TransactionNotFoundException(txnId));
+            return FutureUtil.failedFuture(notFound(txnId));
         }
-        if (kept.outcome() != Outcome.of(newStatus)) {
+        if (kept.outcome() == Outcome.TIMED_OUT && !kept.outcome().endsAs(newStatus)) {
+            return FutureUtil.failedFuture(commitAfterTimeoutAbort(txnId, kept.owner(), kept.endTimeMillis(),
+                    timeoutAborts.timeoutOf(txnId.getLeastSigBits())));
+        }
+        if (!kept.outcome().endsAs(newStatus)) {
             return FutureUtil.failedFuture(new InvalidTxnStatusException(
-                    "Transaction " + txnId + " was already " + kept.outcome().name().toLowerCase()
+                    "Transaction " + txnId + " was already " + Outcome.of(kept.outcome().finishingStatus()).name()
+                            .toLowerCase()
                             + "; it cannot become " + newStatus));
         }
         // Counted at the terminal step only: a request answered at its finishing step goes on

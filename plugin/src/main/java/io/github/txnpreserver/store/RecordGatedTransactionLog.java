@@ -59,6 +59,7 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
 
     private final MLTransactionLogImpl delegate;
     private final TransactionMetadataPreserver preserver;
+    private final TimeoutAborts timeoutAborts;
     /** Terminal entries appended or replayed and not released yet: their transaction's sequence. */
     private final Map<Position, Long> terminalEntries = Collections.synchronizedMap(new IdentityHashMap<>());
     /**
@@ -69,17 +70,18 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     private List<Position> gathered = new ArrayList<>();
 
     private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl delegate,
-                                      TransactionMetadataPreserver preserver) {
+                                      TransactionMetadataPreserver preserver, TimeoutAborts timeoutAborts) {
         // The superclass's state is never used: every method is delegated.
         super(tcId, null, new ManagedLedgerConfig(), new TxnLogBufferedWriterConfig(), null,
                 DisabledTxnLogBufferedWriterMetricsStats.DISABLED_BUFFERED_WRITER_METRICS);
         this.delegate = delegate;
         this.preserver = preserver;
+        this.timeoutAborts = timeoutAborts;
     }
 
     static MLTransactionLogImpl gate(TransactionCoordinatorID tcId, MLTransactionLogImpl log,
-                                     TransactionMetadataPreserver preserver) {
-        return new RecordGatedTransactionLog(tcId, log, preserver);
+                                     TransactionMetadataPreserver preserver, TimeoutAborts timeoutAborts) {
+        return new RecordGatedTransactionLog(tcId, log, preserver, timeoutAborts);
     }
 
     @Override
@@ -227,7 +229,9 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
             switch (entry.getMetadataOp()) {
                 case NEW -> {
                     if (!live.containsKey(sequence)) {
-                        live.put(sequence, new Replayed(entry.hasOwner() ? entry.getOwner() : null));
+                        live.put(sequence, new Replayed(entry.hasOwner() ? entry.getOwner() : null,
+                                entry.hasStartTime() ? entry.getStartTime() : 0,
+                                entry.hasTimeoutMs() ? entry.getTimeoutMs() : 0));
                     }
                 }
                 case UPDATE -> {
@@ -238,13 +242,19 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
                         return;
                     }
                     replayed.status = entry.getNewStatus();
+                    if (replayed.status == TxnStatus.ABORTING) {
+                        // Which abort the timeout began is not in the log: one begun past it was.
+                        replayed.timedOut = TimeoutAborts.pastTimeout(replayed.openMillis, replayed.timeoutMillis,
+                                entry.getLastModificationTime());
+                    }
                     if (isTerminal(entry)) {
                         live.remove(sequence);
                         // Noted first: the release waits for the outcome's record (or, if keeping it
                         // fails, for ever: the next owner replays it).
                         terminalEntries.put(position, sequence);
                         preserver.keepFromLog(new TxnID(entry.getTxnidMostBits(), sequence),
-                                Outcome.of(entry.getNewStatus()), replayed.owner, entry.getLastModificationTime());
+                                replayed.timedOut ? Outcome.TIMED_OUT : Outcome.of(entry.getNewStatus()), replayed.owner,
+                                entry.getLastModificationTime());
                     }
                 }
                 default -> {
@@ -254,19 +264,30 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
 
         @Override
         public void replayComplete() {
+            live.forEach((sequence, replayed) -> {
+                if (replayed.status == TxnStatus.ABORTING && replayed.timedOut) {
+                    timeoutAborts.began(sequence);
+                }
+            });
             live.clear();
             keepOutOfTheEntryCache();
             stock.replayComplete();
         }
     }
 
-    /** A replayed transaction's owner and status. */
+    /** A replayed transaction's owner, open time, timeout and status. */
     private static final class Replayed {
         final String owner;
+        final long openMillis;
+        final long timeoutMillis;
         TxnStatus status = TxnStatus.OPEN;
+        /** Its abort began past its timeout. */
+        boolean timedOut;
 
-        Replayed(String owner) {
+        Replayed(String owner, long openMillis, long timeoutMillis) {
             this.owner = owner;
+            this.openMillis = openMillis;
+            this.timeoutMillis = timeoutMillis;
         }
     }
 }

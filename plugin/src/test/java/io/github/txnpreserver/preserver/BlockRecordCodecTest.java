@@ -3,6 +3,10 @@ package io.github.txnpreserver.preserver;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.protobuf.DescriptorProtos;
+import com.google.protobuf.Descriptors;
+import com.google.protobuf.DynamicMessage;
+import com.google.protobuf.UnknownFieldSet;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.util.Arrays;
@@ -31,7 +35,7 @@ class BlockRecordCodecTest {
     private static OutcomeBlock block(long index, int... owners) {
         OutcomeBlock block = new OutcomeBlock(index);
         for (int i = 0; i < OFFSETS.length; i++) {
-            block.set(OFFSETS[i], COMMITTED[i], SECONDS[i], owners[i]);
+            block.set(OFFSETS[i], COMMITTED[i] ? Outcome.COMMITTED : Outcome.ABORTED, SECONDS[i], owners[i]);
         }
         return block;
     }
@@ -60,8 +64,8 @@ class BlockRecordCodecTest {
         for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
             assertThat(read.has(offset)).as("offset %d kept", offset).isEqualTo(block.has(offset));
             if (block.has(offset)) {
-                assertThat(read.committed(offset)).as("offset %d committed", offset)
-                        .isEqualTo(block.committed(offset));
+                assertThat(read.outcome(offset)).as("offset %d committed", offset)
+                        .isEqualTo(block.outcome(offset));
                 assertThat(read.time(offset)).as("offset %d end time", offset).isEqualTo(block.time(offset));
                 assertThat(restored.owners().nameOf(read.owner(offset))).as("offset %d owner", offset)
                         .isEqualTo(block.owner(offset) == OwnerIds.NO_OWNER ? null : NAMES.apply(block.owner(offset)));
@@ -128,6 +132,81 @@ class BlockRecordCodecTest {
         }
     }
 
+    /**
+     * The timed-out bitmap (field 10) came after 0.6.0 without a new format version: 0.6.0's
+     * records have none, and 0.6.0 ignores it (docs/DESIGN.md, "Timeout-aborts").
+     */
+    @Nested
+    @DisplayName("timeout-aborts across versions")
+    class TimeoutAbortsAcrossVersions {
+
+        private OutcomeBlock withATimeoutAbort() {
+            OutcomeBlock block = block(9, ALICE, 0, BOB, ALICE);
+            block.set(64, Outcome.TIMED_OUT, SECONDS[2], BOB);
+            return block;
+        }
+
+        @Test
+        void aBlockWithATimeoutAbortRoundTrips() throws Exception {
+            assertRoundTrips(withATimeoutAbort());
+        }
+
+        @Test
+        void aBlockWithoutOneWritesNoTimedOutBitmapAsZeroPointSixDid() throws Exception {
+            OutcomeBlockRecord record = OutcomeBlockRecord.parseFrom(valid());
+
+            assertThat(record.getTimedOutCount()).isZero();
+            assertThat(OutcomeBlockRecord.parseFrom(BlockRecordCodec.encode(TC, withATimeoutAbort(), NAMES))
+                    .getTimedOutList()).as("offset 64: word 1, bit 0").containsExactly(0L, 1L, 0L, 0L);
+        }
+
+        @Test
+        void aRecordOfZeroPointSixReadsItsAbortsAsPlainAborts() throws Exception {
+            OutcomeBlockRecord record = decode("c9", valid());
+            RestoredBlocks restored = new RestoredBlocks();
+            restored.put(record, null);
+            OutcomeBlock read = restored.blocks().get(9L);
+
+            assertThat(read.outcome(0)).isEqualTo(Outcome.ABORTED);
+            assertThat(read.outcome(5)).isEqualTo(Outcome.COMMITTED);
+            assertThat(read.outcome(64)).isEqualTo(Outcome.ABORTED);
+        }
+
+        /**
+         * A downgrade: 0.6.0 parses the record with its schema (fields 1 to 9), so a
+         * timeout-abort reads as a kept, uncommitted offset, an abort, and the bitmap is an
+         * unknown field it drops when it writes the block again.
+         */
+        @Test
+        void zeroPointSixReadsATimeoutAbortAsAnAbortAndDropsTheBitmap() throws Exception {
+            DescriptorProtos.FileDescriptorProto file = OutcomeBlockRecord.getDescriptor().getFile().toProto();
+            DescriptorProtos.DescriptorProto.Builder message = file.getMessageType(0).toBuilder();
+            for (int i = 0; i < message.getFieldCount(); i++) {
+                if (message.getField(i).getNumber() == OutcomeBlockRecord.TIMED_OUT_FIELD_NUMBER) {
+                    message.removeField(i);
+                }
+            }
+            Descriptors.Descriptor zeroPointSix = Descriptors.FileDescriptor.buildFrom(
+                    file.toBuilder().setMessageType(0, message).build(), new Descriptors.FileDescriptor[0])
+                    .getMessageTypes().get(0);
+
+            DynamicMessage read = DynamicMessage.parseFrom(zeroPointSix,
+                    BlockRecordCodec.encode(TC, withATimeoutAbort(), NAMES));
+
+            long keptWord1 = (Long) read.getRepeatedField(zeroPointSix.findFieldByName("kept"), 1);
+            long committedWord1 = (Long) read.getRepeatedField(zeroPointSix.findFieldByName("committed"), 1);
+            assertThat(keptWord1 & 1).as("offset 64 kept").isEqualTo(1);
+            assertThat(committedWord1 & 1).as("offset 64 not committed: an abort").isZero();
+            assertThat(read.getUnknownFields().hasField(OutcomeBlockRecord.TIMED_OUT_FIELD_NUMBER)).isTrue();
+
+            byte[] rewritten = read.toBuilder().setUnknownFields(UnknownFieldSet.getDefaultInstance()).build()
+                    .toByteArray();
+            RestoredBlocks restored = new RestoredBlocks();
+            restored.put(decode("c9", rewritten), null);
+            assertThat(restored.blocks().get(9L).outcome(64)).as("upgraded again").isEqualTo(Outcome.ABORTED);
+        }
+    }
+
     @Nested
     @DisplayName("round trips")
     class RoundTrips {
@@ -171,9 +250,9 @@ class BlockRecordCodecTest {
         @Test
         void endTimesOfZeroAndOfTheHighestSecond() throws Exception {
             OutcomeBlock block = new OutcomeBlock(3);
-            block.set(1, true, Integer.MAX_VALUE, ALICE);
-            block.set(2, false, 0, ALICE);
-            block.set(3, true, 0, BOB);
+            block.set(1, Outcome.COMMITTED, Integer.MAX_VALUE, ALICE);
+            block.set(2, Outcome.ABORTED, 0, ALICE);
+            block.set(3, Outcome.COMMITTED, 0, BOB);
 
             assertRoundTrips(block);
         }
@@ -182,7 +261,7 @@ class BlockRecordCodecTest {
         void aFullBlock() throws Exception {
             OutcomeBlock block = new OutcomeBlock(7);
             for (int offset = 0; offset < OutcomeBlock.SIZE; offset++) {
-                block.set(offset, offset % 3 == 0, 100_000 + offset * 7, offset % 5 == 0 ? 0 : 1 + offset % 2);
+                block.set(offset, offset % 3 == 0 ? Outcome.COMMITTED : offset % 3 == 1 ? Outcome.TIMED_OUT : Outcome.ABORTED, 100_000 + offset * 7, offset % 5 == 0 ? 0 : 1 + offset % 2);
             }
 
             assertRoundTrips(block);
@@ -205,8 +284,8 @@ class BlockRecordCodecTest {
 
             OutcomeBlock read = restored.blocks().get(9);
             assertThat(read.has(6)).isFalse();
-            assertThat(read.committed(6)).isFalse();
-            assertThat(read.committed(5)).isTrue();
+            assertThat(read.outcome(6)).isEqualTo(Outcome.ABORTED);
+            assertThat(read.outcome(5)).isEqualTo(Outcome.COMMITTED);
             assertThat(read.count()).isEqualTo(4);
         }
 
@@ -215,7 +294,7 @@ class BlockRecordCodecTest {
             RestoredBlocks restored = new RestoredBlocks();
             restored.put(decode("c9", valid()), null);
             OutcomeBlock later = new OutcomeBlock(9);
-            later.set(7, true, 5, BOB);
+            later.set(7, Outcome.COMMITTED, 5, BOB);
 
             restored.put(decode("c9", BlockRecordCodec.encode(TC, later, NAMES)), null);
 
@@ -304,7 +383,12 @@ class BlockRecordCodecTest {
                     record -> record.setEndSecondDeltas(1, Integer.MAX_VALUE),
                     record -> record.setEndSecondDeltas(0, Long.MAX_VALUE),
                     record -> record.setEndSecondDeltas(0, Long.MIN_VALUE),
-                    record -> record.setEndSecondDeltas(3, Integer.MAX_VALUE - 99_999_990L + 1));
+                    record -> record.setEndSecondDeltas(3, Integer.MAX_VALUE - 99_999_990L + 1),
+                    // timed-out bitmap: word count, and a bit that is not a kept abort
+                    record -> record.addAllTimedOut(List.of(1L, 0L, 0L)),
+                    record -> record.addAllTimedOut(List.of(1L, 0L, 0L, 0L, 0L)),
+                    record -> record.addAllTimedOut(List.of(1L << 5, 0L, 0L, 0L)),
+                    record -> record.addAllTimedOut(List.of(1L << 1, 0L, 0L, 0L)));
             for (int i = 0; i < corruptions.size(); i++) {
                 byte[] corrupt = corruptions.get(i).apply(OutcomeBlockRecord.parseFrom(valid()).toBuilder()).build()
                         .toByteArray();

@@ -29,7 +29,7 @@ class ClientFloorTest {
     }
 
     private int add(ClientFloor floor, long sequence, int owner, int time) {
-        return floor.add(sequence, owner, time, true, this::record);
+        return floor.add(sequence, owner, time, Outcome.COMMITTED, this::record);
     }
 
     private static int ownerIn(ClientFloor floor, long sequence) {
@@ -39,14 +39,14 @@ class ClientFloorTest {
     }
 
     @Test
-    void packsAnOutcomesEndTimeOwnerAndCommittedBitIntoOneLong() {
+    void packsAnOutcomesEndTimeOwnerAndOutcomeIntoOneLong() {
         for (int time : new int[] {0, 1, 122_163_200, Integer.MAX_VALUE}) {
-            for (int owner : new int[] {0, 1, 65_536, Integer.MAX_VALUE}) {
-                for (boolean committed : new boolean[] {true, false}) {
-                    long packed = ClientFloor.pack(time, owner, committed);
+            for (int owner : new int[] {0, 1, 65_536, OwnerIds.MAX_ID}) {
+                for (Outcome outcome : Outcome.values()) {
+                    long packed = ClientFloor.pack(time, owner, outcome);
                     assertThat(ClientFloor.timeOf(packed)).isEqualTo(time);
                     assertThat(ClientFloor.ownerOf(packed)).isEqualTo(owner);
-                    assertThat(ClientFloor.committedOf(packed)).isEqualTo(committed);
+                    assertThat(ClientFloor.outcomeOf(packed)).isEqualTo(outcome);
                     assertThat(packed).as("never the 'none' of a lookup").isNotEqualTo(NONE);
                 }
             }
@@ -65,7 +65,7 @@ class ClientFloorTest {
         assertThat(removed).containsExactly(new Removed(1, ALICE));
         assertThat(floor.contains(1)).isFalse();
         assertThat(floor.get(1, NONE)).isEqualTo(NONE);
-        assertThat(floor.get(4, NONE)).isEqualTo(ClientFloor.pack(13, ALICE, true));
+        assertThat(floor.get(4, NONE)).isEqualTo(ClientFloor.pack(13, ALICE, Outcome.COMMITTED));
         assertThat(floor.size()).isEqualTo(3);
         assertThat(floor.clients()).isEqualTo(2);
         assertThat(floor.capped()).as("pushed out by its own client, not by the cap").isZero();
@@ -104,9 +104,9 @@ class ClientFloorTest {
         ClientFloor floor = new ClientFloor(2, 100);
         add(floor, 5, ALICE, 10);
 
-        assertThat(floor.add(5, ALICE, 20, false, this::record)).as("the owner it replaced").isEqualTo(ALICE);
+        assertThat(floor.add(5, ALICE, 20, Outcome.ABORTED, this::record)).as("the owner it replaced").isEqualTo(ALICE);
 
-        assertThat(floor.get(5, NONE)).isEqualTo(ClientFloor.pack(20, ALICE, false));
+        assertThat(floor.get(5, NONE)).isEqualTo(ClientFloor.pack(20, ALICE, Outcome.ABORTED));
         assertThat(floor.size()).isEqualTo(1);
         add(floor, 6, ALICE, 21);
         assertThat(removed).as("5 holds one slot of alice's ring, not two").isEmpty();
@@ -119,9 +119,9 @@ class ClientFloorTest {
         ClientFloor floor = new ClientFloor(2, 100);
         add(floor, 5, ALICE, 10);
 
-        assertThat(floor.add(5, BOB, 20, false, this::record)).as("the owner it replaced").isEqualTo(ALICE);
+        assertThat(floor.add(5, BOB, 20, Outcome.ABORTED, this::record)).as("the owner it replaced").isEqualTo(ALICE);
 
-        assertThat(floor.get(5, NONE)).isEqualTo(ClientFloor.pack(20, BOB, false));
+        assertThat(floor.get(5, NONE)).isEqualTo(ClientFloor.pack(20, BOB, Outcome.ABORTED));
         assertThat(floor.size()).isEqualTo(1);
         add(floor, 6, ALICE, 21);
         add(floor, 7, ALICE, 22);
@@ -230,8 +230,8 @@ class ClientFloorTest {
 
         floor.forEach(visited::put);
 
-        assertThat(visited).containsOnly(Map.entry(1L, ClientFloor.pack(1, ALICE, true)),
-                Map.entry(2L, ClientFloor.pack(2, BOB, true)));
+        assertThat(visited).containsOnly(Map.entry(1L, ClientFloor.pack(1, ALICE, Outcome.COMMITTED)),
+                Map.entry(2L, ClientFloor.pack(2, BOB, Outcome.COMMITTED)));
         assertThat(floor.bytes()).isGreaterThanOrEqualTo(2L * ClientFloor.BYTES_PER_ENTRY);
         floor.clear();
         assertThat(floor.size()).isZero();
@@ -285,7 +285,7 @@ class ClientFloorTest {
                 time += random.nextInt(3);
                 Long before = model.get(sequence);
                 long added = sequence;
-                int replaced = floor.add(sequence, owner, time, committed, (gone, packed) -> {
+                int replaced = floor.add(sequence, owner, time, outcomeOf(committed), (gone, packed) -> {
                     assertThat(gone).as("the entry just added stays").isNotEqualTo(added);
                     assertThat(model.remove(gone)).as("removed %d", gone).isEqualTo(packed);
                 });
@@ -293,7 +293,7 @@ class ClientFloorTest {
                 if (before != null && ClientFloor.ownerOf(before) != owner) {
                     takeovers++;
                 }
-                model.put(sequence, ClientFloor.pack(time, owner, committed));
+                model.put(sequence, ClientFloor.pack(time, owner, outcomeOf(committed)));
                 List<Integer> former = ownersOf.computeIfAbsent(sequence, ignored -> new ArrayList<>());
                 if (former.isEmpty() || former.get(former.size() - 1) != owner) {
                     former.add(owner);
@@ -310,5 +310,9 @@ class ClientFloorTest {
         }
         assertThat(takeovers).as("the run took entries over from other owners").isGreaterThan(100);
         assertThat(floor.capped()).as("and the cap took entries").isGreaterThan(100);
+    }
+
+    private static Outcome outcomeOf(boolean committed) {
+        return committed ? Outcome.COMMITTED : Outcome.ABORTED;
     }
 }

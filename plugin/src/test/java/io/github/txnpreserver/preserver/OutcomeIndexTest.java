@@ -57,7 +57,7 @@ class OutcomeIndexTest {
 
     /** A transaction's end as the coordinator drives it, once its finishing entry is durable: decided, then ended. */
     private static void end(OutcomeIndex index, long sequence, Outcome outcome, String owner, long atMillis) {
-        index.decide(sequence, outcome == Outcome.COMMITTED, owner, atMillis);
+        index.decide(sequence, outcome, owner, atMillis);
         index.ended(sequence);
     }
 
@@ -71,7 +71,7 @@ class OutcomeIndexTest {
         if (packed == -1) {
             return null;
         }
-        return new Found(ClientFloor.committedOf(packed) ? Outcome.COMMITTED : Outcome.ABORTED,
+        return new Found(ClientFloor.outcomeOf(packed),
                 index.ownerName(ClientFloor.ownerOf(packed)), OutcomeIndex.millisOf(ClientFloor.timeOf(packed)));
     }
 
@@ -82,7 +82,7 @@ class OutcomeIndexTest {
         if (record == null || !record.has(offset)) {
             return null;
         }
-        return new Found(record.committed(offset) ? Outcome.COMMITTED : Outcome.ABORTED,
+        return new Found(record.outcome(offset),
                 index.ownerName(record.owner(offset)), OutcomeIndex.millisOf(record.time(offset)));
     }
 
@@ -487,7 +487,7 @@ class OutcomeIndexTest {
         void aFloorEntryReplacedByAnotherOwnersDecisionIsAnsweredToTheNewOwner() throws Exception {
             OutcomeIndex index = index(1, 1000, changes);
             OutcomeBlock foreign = new OutcomeBlock(0);
-            foreign.set(5, true, OutcomeIndex.storedSecond(NOW - MINUTE), 1);
+            foreign.set(5, Outcome.COMMITTED, OutcomeIndex.storedSecond(NOW - MINUTE), 1);
             RestoredBlocks restored = new RestoredBlocks();
             restored.put(BlockRecordCodec.decode("c0", BlockRecordCodec.encode(TC, foreign, id -> "mallory"), TC, 0),
                     null);
@@ -528,7 +528,7 @@ class OutcomeIndexTest {
 
         @Test
         void aDecisionWritesItsBlock() {
-            index.decide(1, false, "alice", NOW);
+            index.decide(1, Outcome.ABORTED, "alice", NOW);
 
             assertThat(taken(changes)).containsExactly(0L);
             assertThat(inRecord(index, 1)).isEqualTo(aborted("alice", NOW));
@@ -537,11 +537,11 @@ class OutcomeIndexTest {
 
         @Test
         void aRetriedDecisionChangesNothing() {
-            index.decide(1, true, "alice", NOW);
+            index.decide(1, Outcome.COMMITTED, "alice", NOW);
             taken(changes);
 
-            index.decide(1, true, "alice", NOW + MINUTE);
-            index.decide(1, false, "alice", NOW + MINUTE);
+            index.decide(1, Outcome.COMMITTED, "alice", NOW + MINUTE);
+            index.decide(1, Outcome.ABORTED, "alice", NOW + MINUTE);
 
             assertThat(taken(changes)).as("even of another outcome").isEmpty();
             assertThat(find(index, 1)).isEqualTo(committed("alice", NOW));
@@ -564,7 +564,7 @@ class OutcomeIndexTest {
             commit(index, 1, "alice", NOW);
             taken(changes);
 
-            index.decide(1, false, "alice", NOW + MINUTE);
+            index.decide(1, Outcome.ABORTED, "alice", NOW + MINUTE);
 
             assertThat(taken(changes)).containsExactly(0L);
             assertThat(inRecord(index, 1)).isEqualTo(aborted("alice", NOW + MINUTE));
@@ -576,7 +576,7 @@ class OutcomeIndexTest {
 
         @Test
         void itsBlockIsNotEvictedUntilItEnded() {
-            index.decide(block(0), true, "alice", NOW);
+            index.decide(block(0), Outcome.COMMITTED, "alice", NOW);
             commit(index, block(1), "alice", NOW + 1000);
 
             assertThat(oldestEvictableMillis(index)).isEqualTo(NOW + 1000);
@@ -594,7 +594,7 @@ class OutcomeIndexTest {
 
         @Test
         void itsBlockDoesNotExpireUntilItEnded() {
-            index.decide(1, true, "alice", NOW);
+            index.decide(1, Outcome.COMMITTED, "alice", NOW);
             commit(index, 2, "alice", NOW);
 
             assertThat(index.expire(NOW + 2 * TTL)).isZero();
@@ -930,7 +930,7 @@ class OutcomeIndexTest {
         void aDecisionReplacesTheOutcomeARestoredSpeculativeRecordGaveTheFloor() throws Exception {
             OutcomeIndex crashed = index(10, 1000, new ArrayList<>());
             // A record written before the finishing entry was durable: decided, never ended.
-            crashed.decide(1, true, "alice", NOW - MINUTE);
+            crashed.decide(1, Outcome.COMMITTED, "alice", NOW - MINUTE);
             index.hold(Long.MAX_VALUE);
             index.merge(restoredFrom(crashed, List.of(0L)), NOW);
             assertThat(find(index, 1).outcome()).as("the restored speculative record").isEqualTo(Outcome.COMMITTED);

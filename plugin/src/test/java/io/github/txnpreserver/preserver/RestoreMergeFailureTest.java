@@ -49,7 +49,7 @@ class RestoreMergeFailureTest {
     @BeforeEach
     void anEarlierIncarnationKeptACommit() {
         OutcomeIndex earlier = new OutcomeIndex(2, 100, TTL.toMillis(), changed -> { });
-        earlier.decide(1, true, "alice", NOW);
+        earlier.decide(1, Outcome.COMMITTED, "alice", NOW);
         topic.appendRaw("c0", BlockRecordCodec.encode(TC, earlier.recordOf(0), earlier::ownerName));
     }
 

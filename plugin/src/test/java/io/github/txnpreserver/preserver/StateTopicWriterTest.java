@@ -73,7 +73,7 @@ class StateTopicWriterTest {
 
     /** An end on the coordinator's thread: decided, ended, and a flush asked for. */
     private void end(long sequence) {
-        index.decide(sequence, true, "alice", NOW);
+        index.decide(sequence, Outcome.COMMITTED, "alice", NOW);
         index.ended(sequence);
         writer.requestFlush();
     }

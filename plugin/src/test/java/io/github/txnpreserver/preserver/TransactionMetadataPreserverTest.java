@@ -129,7 +129,7 @@ class TransactionMetadataPreserverTest {
         java.util.Set<Long> changed = new java.util.LinkedHashSet<>();
         OutcomeIndex earlier = new OutcomeIndex(10, 1000, TTL.toMillis(), changed::add);
         for (long sequence : committedSequences) {
-            earlier.decide(sequence, true, "alice", endMillis);
+            earlier.decide(sequence, Outcome.COMMITTED, "alice", endMillis);
             earlier.ended(sequence);
         }
         List<Record> records = new ArrayList<>();
@@ -584,8 +584,8 @@ class TransactionMetadataPreserverTest {
             topic.appendRaw("c0", null);
             appendBlocksOf(earlierIncarnation(256));
             OutcomeIndex newer = new OutcomeIndex(10, 1000, TTL.toMillis(), changed -> { });
-            newer.decide(256, false, "alice", NOW);
-            newer.decide(257, false, "bob", NOW);
+            newer.decide(256, Outcome.ABORTED, "alice", NOW);
+            newer.decide(257, Outcome.ABORTED, "bob", NOW);
             topic.appendRaw("c1", BlockRecordCodec.encode(TC, newer.recordOf(1), newer::ownerName));
 
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));

@@ -589,7 +589,7 @@ class CommitChainTest {
                     + " keeps the outcome").isZero();
 
             assertThat(coordinator.preserver().currentFigures().join().floorEntries()).isEqualTo(1);
-            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.TIMED_OUT);
             await(coordinator.abort(txn, ALICE));
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
             assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();

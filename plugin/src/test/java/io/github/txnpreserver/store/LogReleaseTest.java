@@ -48,7 +48,7 @@ class LogReleaseTest {
     private final TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, CONFIG, topic,
             scheduler, new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), GROUP);
     private final MLTransactionLogImpl log = RecordGatedTransactionLog.gate(new TransactionCoordinatorID(TC),
-            transactionLog.newMock(), preserver);
+            transactionLog.newMock(), preserver, new TimeoutAborts());
 
     @BeforeEach
     void restored() {

@@ -99,7 +99,7 @@ class RetrySemanticsTest {
             await(coordinator.timeoutAbort(txn));
 
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class)
-                    .hasMessageContaining("ABORTING");
+                    .hasMessageContaining("was aborted on its timeout at ").hasMessageContaining("60000 ms");
             await(coordinator.abort(txn, ALICE));
             assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
             assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isEqualTo(1);
