@@ -65,18 +65,28 @@ public final class TransactionEnds {
 
     /** Commits the transaction, or learns what became of it. */
     public CompletableFuture<TransactionOutcome> commit(TxnID txnId) {
-        return end(txnId, TransactionOutcome.COMMITTED, commit);
+        return commitAndExplain(txnId).thenApply(EndResult::outcome);
     }
 
     /** Aborts the transaction, or learns what became of it. */
     public CompletableFuture<TransactionOutcome> abort(TxnID txnId) {
+        return abortAndExplain(txnId).thenApply(EndResult::outcome);
+    }
+
+    /** As {@link #commit}, with why: aborted on its timeout, forgotten, never issued (see {@link EndResult.Reason}). */
+    public CompletableFuture<EndResult> commitAndExplain(TxnID txnId) {
+        return end(txnId, TransactionOutcome.COMMITTED, commit);
+    }
+
+    /** As {@link #abort}, with why (see {@link EndResult.Reason}). */
+    public CompletableFuture<EndResult> abortAndExplain(TxnID txnId) {
         return end(txnId, TransactionOutcome.ABORTED, abort);
     }
 
-    private CompletableFuture<TransactionOutcome> end(TxnID txnId, TransactionOutcome requested,
-                                                      Function<TxnID, CompletableFuture<Void>> request) {
+    private CompletableFuture<EndResult> end(TxnID txnId, TransactionOutcome requested,
+                                             Function<TxnID, CompletableFuture<Void>> request) {
         Objects.requireNonNull(txnId, "txnId");
-        CompletableFuture<TransactionOutcome> result = new CompletableFuture<>();
+        CompletableFuture<EndResult> result = new CompletableFuture<>();
         attempt(new Attempt(txnId, requested, request, result, System.nanoTime() + policy.giveUpAfter().toNanos()),
                 null);
         return result;
@@ -84,7 +94,7 @@ public final class TransactionEnds {
 
     /** One end request in progress: its deadline, and where its outcome goes. */
     private record Attempt(TxnID txnId, TransactionOutcome requested, Function<TxnID, CompletableFuture<Void>> request,
-                           CompletableFuture<TransactionOutcome> result, long deadlineNanos) {
+                           CompletableFuture<EndResult> result, long deadlineNanos) {
     }
 
     private void attempt(Attempt attempt, Duration previousBackoff) {
@@ -101,7 +111,7 @@ public final class TransactionEnds {
     private void answered(Attempt attempt, Duration previousBackoff, Throwable error) {
         EndAnswers.Reading reading = EndAnswers.read(attempt.requested(), error);
         if (reading instanceof EndAnswers.Outcome outcome) {
-            attempt.result().complete(outcome.outcome());
+            attempt.result().complete(outcome.result());
             return;
         }
         if (reading instanceof EndAnswers.Fail fail) {

@@ -62,6 +62,41 @@ class TransactionEndsTest {
         }
 
         @Test
+        void aCommitOfATimeoutAbortIsAbortedForTheTimeoutWithTheCoordinatorsWords() throws Exception {
+            String said = "Transaction (1,42) was aborted on its timeout at 2026-12-05T15:30:00Z (its timeout of"
+                    + " 60000 ms passed while it was open); it cannot be committed";
+
+            assertThat(commitExplained(refusal(said)))
+                    .isEqualTo(new EndResult(TransactionOutcome.ABORTED, EndResult.Reason.TIMEOUT, said));
+        }
+
+        @Test
+        void aPlainAbortOrCommitIsEnded() throws Exception {
+            String said = "Expect Txn (1,42) to be in COMMITTING status but it is in ABORTING status";
+
+            assertThat(commitExplained(refusal(said)))
+                    .isEqualTo(new EndResult(TransactionOutcome.ABORTED, EndResult.Reason.ENDED, said));
+            assertThat(commitExplained(null))
+                    .isEqualTo(new EndResult(TransactionOutcome.COMMITTED, EndResult.Reason.ENDED, null));
+        }
+
+        @Test
+        void theThreeNotFoundsAreToldApart() throws Exception {
+            String never = "Transaction (1,42) was never issued: coordinator 1 has issued sequences up to 41";
+            String forgotten = "Transaction (1,42) is no longer kept: its outcome is forgotten (it ended before the"
+                    + " window, kept outcomes reach back to 2026-12-02T15:30:00Z, or a limit dropped it)";
+            String stock = "The transaction with this txdID `(1,42)` not found";
+
+            assertThat(commitExplained(new TransactionCoordinatorClientException.TransactionNotFoundException(never)))
+                    .isEqualTo(new EndResult(TransactionOutcome.UNKNOWN, EndResult.Reason.NEVER_ISSUED, never));
+            assertThat(commitExplained(new TransactionCoordinatorClientException.TransactionNotFoundException(
+                    forgotten))).isEqualTo(new EndResult(TransactionOutcome.UNKNOWN, EndResult.Reason.FORGOTTEN,
+                    forgotten));
+            assertThat(commitExplained(new TransactionCoordinatorClientException.TransactionNotFoundException(stock)))
+                    .isEqualTo(new EndResult(TransactionOutcome.UNKNOWN, EndResult.Reason.NOT_FOUND, stock));
+        }
+
+        @Test
         void anAnswerWrappedByTheClientIsReadThroughItsCauses() throws Exception {
             Throwable wrapped = new java.util.concurrent.CompletionException(new TransactionCoordinatorClientException(
                     refusal("Expect Txn (1,42) to be in OPEN status but it is in COMMITTING status")));
@@ -170,6 +205,12 @@ class TransactionEndsTest {
     private static TransactionOutcome commitAnswering(Throwable answer) throws Exception {
         Scripted coordinator = new Scripted(answer);
         return new TransactionEnds(coordinator, Scripted.unused(), () -> false, FAST).commit(TXN)
+                .get(10, TimeUnit.SECONDS);
+    }
+
+    private static EndResult commitExplained(Throwable answer) throws Exception {
+        Scripted coordinator = new Scripted(answer);
+        return new TransactionEnds(coordinator, Scripted.unused(), () -> false, FAST).commitAndExplain(TXN)
                 .get(10, TimeUnit.SECONDS);
     }
 
