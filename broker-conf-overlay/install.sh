@@ -5,7 +5,8 @@
 #     so it must be on the broker's classpath);
 #   - the same jar as txn-preserver.nar into the broker's protocol handler directory (the
 #     plugin's entry point is a protocol handler that serves no protocol: the broker starts
-#     it with itself, and it costs nothing on the message path);
+#     it with itself, and it costs nothing on the message path), and into the additional
+#     servlet directory if one is set elsewhere (the same archive serves the outcome query);
 #   - the overlay (txn-preserver.conf beside this script) into conf/broker.conf and
 #     conf/standalone.conf, between marker lines.
 # Running it again replaces what an earlier run installed: the result is the same. An
@@ -69,26 +70,38 @@ absolute() {
 }
 handlers_dir="$(effective_value protocolHandlerDirectory "$pulsar_home/conf/broker.conf")"
 handlers_dir="$(absolute "${handlers_dir:-./protocols}")"
+# Additional servlet directory: the operator's, or the protocol handler directory (one archive).
+servlets_dir="$(effective_value additionalServletDirectory "$pulsar_home/conf/broker.conf")"
+servlets_dir="$(absolute "${servlets_dir:-$handlers_dir}")"
 
 # lib/: replace any earlier version of the plugin.
 rm -f "$pulsar_home"/lib/io.github.txnpreserver-pulsar-txn-preserver-*.jar
 cp "$plugin_jar" "$pulsar_home/lib/io.github.txnpreserver-pulsar-txn-preserver-$version.jar"
 mkdir -p "$handlers_dir"
 cp "$plugin_jar" "$handlers_dir/$HANDLER_NAME.nar"
+if [ "$servlets_dir" != "$handlers_dir" ]; then
+    mkdir -p "$servlets_dir"
+    cp "$plugin_jar" "$servlets_dir/$HANDLER_NAME.nar"
+fi
 
 # An earlier version's interceptor archive: loaded by nothing now (its keys were in the
 # marked block), removed so that no old code stays beside the new.
 interceptors_dir="$(effective_value brokerInterceptorsDirectory "$pulsar_home/conf/broker.conf")"
 rm -f "$(absolute "${interceptors_dir:-./interceptors}")/$HANDLER_NAME.nar" "$pulsar_home/interceptors/$HANDLER_NAME.nar"
 
-install_overlay() {
-    local conf="$1" protocols persist_count tmp
-    protocols="$(effective_value messagingProtocols "$conf")"
-    case ",$protocols," in
-        *",$HANDLER_NAME,"*) ;;
-        ",,") protocols="$HANDLER_NAME" ;;
-        *) protocols="$protocols,$HANDLER_NAME" ;;
+# A comma-separated list with our name in it once.
+with_ours() {
+    case ",$1," in
+        *",$HANDLER_NAME,"*) echo "$1" ;;
+        ",,") echo "$HANDLER_NAME" ;;
+        *) echo "$1,$HANDLER_NAME" ;;
     esac
+}
+
+install_overlay() {
+    local conf="$1" protocols servlets persist_count tmp
+    protocols="$(with_ours "$(effective_value messagingProtocols "$conf")")"
+    servlets="$(with_ours "$(effective_value additionalServlets "$conf")")"
     persist_count="$(effective_value transactionMetaPersistCount "$conf")"
     tmp="$(mktemp "$conf.XXXXXX")"
     # Drop our earlier block, and make sure the last line ends: the shipped files do not.
@@ -100,6 +113,8 @@ install_overlay() {
         echo "$BEGIN_MARK"
         sed -e "s|@PROTOCOL_HANDLER_DIRECTORY@|$handlers_dir|" \
             -e "s|@MESSAGING_PROTOCOLS@|$protocols|" \
+            -e "s|@ADDITIONAL_SERVLETS@|$servlets|" \
+            -e "s|@ADDITIONAL_SERVLET_DIRECTORY@|$servlets_dir|" \
             -e "s|@PERSIST_COUNT@|${persist_count:-$DEFAULT_PERSIST_COUNT}|" \
             "$here/txn-preserver.conf"
         echo "$END_MARK"
@@ -114,4 +129,5 @@ install_overlay "$pulsar_home/conf/standalone.conf"
 echo "Installed pulsar-txn-preserver $version into $pulsar_home:"
 echo "  lib/io.github.txnpreserver-pulsar-txn-preserver-$version.jar"
 echo "  $handlers_dir/$HANDLER_NAME.nar"
+[ "$servlets_dir" = "$handlers_dir" ] || echo "  $servlets_dir/$HANDLER_NAME.nar"
 echo "  overlay in conf/broker.conf and conf/standalone.conf"

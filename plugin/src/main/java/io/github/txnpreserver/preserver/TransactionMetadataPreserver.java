@@ -476,6 +476,10 @@ public final class TransactionMetadataPreserver {
         return stats;
     }
 
+    public PreserverConfig config() {
+        return config;
+    }
+
     public long coordinatorId() {
         return coordinatorId;
     }

@@ -18,9 +18,12 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 final class KeptTxnMeta implements TxnMeta {
 
     private final KeptOutcome kept;
+    private final boolean toEndCheck;
 
-    KeptTxnMeta(KeptOutcome kept) {
+    /** @param toEndCheck reported to the broker's end-transaction chain ({@link BrokerEndCheck}) */
+    KeptTxnMeta(KeptOutcome kept, boolean toEndCheck) {
         this.kept = kept;
+        this.toEndCheck = toEndCheck;
     }
 
     @Override
@@ -28,10 +31,10 @@ final class KeptTxnMeta implements TxnMeta {
         return kept.txnId();
     }
 
-    /** A timeout-abort is reported OPEN (see {@link OutcomeResolver}); with no partitions, nothing is re-sent. */
+    /** A timeout-abort is reported OPEN to the end chain (see {@link OutcomeResolver}); with no partitions, nothing is re-sent. */
     @Override
     public TxnStatus status() {
-        return kept.outcome() == Outcome.TIMED_OUT ? TxnStatus.OPEN : kept.outcome().finishingStatus();
+        return kept.outcome() == Outcome.TIMED_OUT && toEndCheck ? TxnStatus.OPEN : kept.outcome().finishingStatus();
     }
 
     @Override

@@ -15,12 +15,12 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * coordinator's thread (which waits, bounded, for a restore that is still reading).
  *
  * <p>A transaction the coordinator aborted on its timeout, finishing or kept, is reported OPEN
- * (with its partitions while finishing, none once kept): the broker then hands the end's
- * action to the store's status step instead of checking it itself, and the store answers an
- * abort as the retry it is and refuses a commit with a message naming the timeout
- * (docs/DESIGN.md, "Timeout-aborts"). It is the one way the broker lets a store see a commit
- * of an aborted transaction; the admin transaction-metadata view shows such a transaction OPEN
- * (the plugin's outcome query tells it as it is).
+ * to the broker's end-transaction chain ({@link BrokerEndCheck}; with its partitions while
+ * finishing, none once kept): the broker then hands the end's action to the store's status
+ * step instead of checking it itself, and the store answers an abort as the retry it is and
+ * refuses a commit with a message naming the timeout (docs/DESIGN.md, "Timeout-aborts"). It is
+ * the one way the broker lets a store see a commit of an aborted transaction. Every other
+ * caller (the admin view, the ownership check) sees ABORTING, as for any abort.
  */
 public final class OutcomeResolver {
 
@@ -44,12 +44,14 @@ public final class OutcomeResolver {
         TxnMeta live = liveTransactions.apply(txnId);
         if (live != null) {
             TxnMeta reported = live.status() == TxnStatus.ABORTING && abortingOnTimeout.test(txnId.getLeastSigBits())
-                    ? new ReportedOpen(live) : live;
+                    && BrokerEndCheck.isCaller() ? new ReportedOpen(live) : live;
             return CompletableFuture.completedFuture(new Answer(Resolution.ofLive(live.status()), reported));
         }
+        // Read here, on the caller's thread: the lookup answers on the coordinator's.
+        boolean endCheck = BrokerEndCheck.isCaller();
         return preserver.lookUp(txnId).thenApply(kept -> kept == null
                 ? new Answer(Resolution.NOT_FOUND, null)
-                : new Answer(Resolution.KEPT, new KeptTxnMeta(kept)));
+                : new Answer(Resolution.KEPT, new KeptTxnMeta(kept, endCheck)));
     }
 
     /** @param meta what {@code getTxnMeta} reports, null when not found */

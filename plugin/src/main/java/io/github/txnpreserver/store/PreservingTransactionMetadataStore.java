@@ -8,6 +8,7 @@ import io.github.txnpreserver.preserver.PreserverUnavailableException;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.resolution.OutcomeResolver;
 import io.github.txnpreserver.resolution.Resolution;
+import io.github.txnpreserver.resolution.TransactionState;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -139,19 +140,65 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      * neither names an owner, so they tell a role no more than which sequences were issued.
      */
     private TransactionNotFoundException notFound(TxnID txnId) {
-        long coordinator = getTransactionCoordinatorID().getId();
-        long sequence = txnId.getLeastSigBits();
-        long highest = getCoordinatorStats().getLeastSigBits();
-        if (txnId.getMostSigBits() != coordinator || sequence < 0 || sequence > highest) {
+        TransactionState unknown = unknown(txnId);
+        if (unknown.state() == TransactionState.State.NEVER_ISSUED) {
             return new TransactionNotFoundException("Transaction " + txnId + " was never issued: coordinator "
-                    + coordinator + " has issued sequences up to " + highest);
+                    + getTransactionCoordinatorID().getId() + " has issued sequences up to " + unknown.highestIssued());
         }
-        PreserverFigures figures = preserver.figures();
-        String window = figures.kept() == 0 ? "no ended transaction is kept now"
-                : "kept outcomes reach back to " + Instant.ofEpochMilli(preserver.scheduler().millis()
-                        - figures.windowMillis()).truncatedTo(ChronoUnit.SECONDS);
+        String window = unknown.windowStartMillis() == 0 ? "no ended transaction is kept now"
+                : "kept outcomes reach back to " + Instant.ofEpochMilli(unknown.windowStartMillis())
+                        .truncatedTo(ChronoUnit.SECONDS);
         return new TransactionNotFoundException("Transaction " + txnId + " is no longer kept: its outcome is"
                 + " forgotten (it ended before the window, " + window + ", or a limit dropped it)");
+    }
+
+    /** A transaction neither live nor kept: forgotten, or never issued. */
+    private TransactionState unknown(TxnID txnId) {
+        long sequence = txnId.getLeastSigBits();
+        long highest = getCoordinatorStats().getLeastSigBits();
+        if (txnId.getMostSigBits() != getTransactionCoordinatorID().getId() || sequence < 0 || sequence > highest) {
+            return new TransactionState(txnId.toString(), TransactionState.State.NEVER_ISSUED, null, null, 0, 0, 0, 0,
+                    0, highest);
+        }
+        PreserverFigures figures = preserver.figures();
+        long windowStart = figures.kept() == 0 ? 0 : preserver.scheduler().millis() - figures.windowMillis();
+        return new TransactionState(txnId.toString(), TransactionState.State.FORGOTTEN, null, null, 0, 0, 0, 0,
+                windowStart, highest);
+    }
+
+    /**
+     * What this coordinator knows of a transaction, read without acting (the outcome query,
+     * docs/DESIGN.md, "Outcome query"): fails, as {@link #getTxnMeta} does, with
+     * {@link CoordinatorNotFoundException} while the kept outcomes cannot be asked.
+     */
+    public CompletableFuture<TransactionState> describe(TxnID txnId) {
+        TxnMeta live = liveTxnMeta(txnId);
+        if (live != null) {
+            TransactionState.State state = switch (live.status()) {
+                case COMMITTING -> TransactionState.State.COMMITTING;
+                case ABORTING -> TransactionState.State.ABORTING;
+                default -> TransactionState.State.OPEN;
+            };
+            TransactionState.AbortedBy abortedBy = state != TransactionState.State.ABORTING ? null
+                    : timeoutAborts.isFinishing(txnId.getLeastSigBits()) ? TransactionState.AbortedBy.TIMEOUT
+                    : TransactionState.AbortedBy.CLIENT_OR_ADMIN;
+            return CompletableFuture.completedFuture(new TransactionState(txnId.toString(), state, abortedBy,
+                    live.getOwner(), live.getOpenTimestamp(), live.getTimeoutAt(), 0, 0, 0, 0));
+        }
+        return unavailableAsNotFoundCoordinator(preserver.lookUp(txnId)).thenApply(kept -> {
+            if (kept == null) {
+                return unknown(txnId);
+            }
+            TransactionState.State state = kept.outcome() == Outcome.COMMITTED ? TransactionState.State.COMMITTED
+                    : TransactionState.State.ABORTED;
+            TransactionState.AbortedBy abortedBy = switch (kept.outcome()) {
+                case COMMITTED -> null;
+                case ABORTED -> TransactionState.AbortedBy.CLIENT_OR_ADMIN;
+                case TIMED_OUT -> TransactionState.AbortedBy.TIMEOUT;
+            };
+            return new TransactionState(txnId.toString(), state, abortedBy, kept.owner(), 0, 0, kept.endTimeMillis(),
+                    kept.endTimeMillis() + preserver.config().persistTime().toMillis(), 0, 0);
+        });
     }
 
     /** A preserver that cannot answer now is, to the broker and the client, a coordinator to look up again. */

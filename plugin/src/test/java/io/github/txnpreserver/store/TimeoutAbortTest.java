@@ -135,6 +135,15 @@ class TimeoutAbortTest {
         }
 
         @Test
+        void everyoneButTheBrokersEndChainSeesItAborting() {
+            TxnID txn = timedOut();
+
+            assertThat(await(coordinator.service().getTxnMeta(txn)).status()).as("the admin view's lookup")
+                    .isEqualTo(TxnStatus.ABORTING);
+            assertThat(await(coordinator.isOwner(txn, ALICE))).isTrue();
+        }
+
+        @Test
         void anAbortByItsClientStaysAPlainAbortRefusedAsStockRefusesIt() {
             TxnID txn = coordinator.open(ALICE);
             coordinator.produce(txn, PARTITION);
@@ -156,9 +165,9 @@ class TimeoutAbortTest {
             CompletableFuture<Void> timeout = coordinator.timeoutAbort(txn);
             coordinator.releaseMarkers(PARTITION);
             await(clientAbort);
+            await(timeout);
             coordinator.settle();
 
-            assertThat(timeout).isDone();
             assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.ABORTED);
             assertThat(timeoutAborts()).isZero();
         }
@@ -181,6 +190,8 @@ class TimeoutAbortTest {
                     .hasMessageContaining("its timeout of 60000 ms");
             assertThat(coordinator.callLog().count("log COMMITTING " + CoordinatorHarness.key(txn)))
                     .as("no entry appended for the refused commit").isZero();
+            assertThat(await(coordinator.service().getTxnMeta(txn)).status()).as("the admin view's lookup")
+                    .isEqualTo(TxnStatus.ABORTING);
             assertThat(commitsAfterTimeoutAbort()).isEqualTo(1);
 
             coordinator.releaseMarkers(PARTITION);
