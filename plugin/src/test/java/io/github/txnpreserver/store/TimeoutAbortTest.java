@@ -9,6 +9,7 @@ import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.resolution.TransactionState;
 import io.github.txnpreserver.testing.CallLog;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import io.github.txnpreserver.testing.InMemoryStateTopic;
@@ -287,6 +288,76 @@ class TimeoutAbortTest {
                             .truncatedTo(java.time.temporal.ChronoUnit.SECONDS));
             assertThat(failureOf(coordinator.abort(old, ALICE))).isInstanceOf(TransactionNotFoundException.class)
                     .hasMessageContaining("is no longer kept");
+        }
+    }
+
+    @Nested
+    @DisplayName("described by the outcome query, without acting")
+    class Described {
+
+        private TransactionState describe(TxnID txn) {
+            return await(coordinator.store().describe(txn));
+        }
+
+        @Test
+        void eachStateWithWhatApplies() {
+            TxnID open = coordinator.open(ALICE);
+            TxnID committed = coordinator.open(ALICE);
+            await(coordinator.commit(committed, ALICE));
+            TxnID aborted = coordinator.open(null);
+            await(coordinator.abort(aborted, null));
+            TxnID timedOut = timedOut();
+            long endedAt = coordinator.clock().millis() / 1000 * 1000;
+            long keptUntil = endedAt + Duration.ofHours(72).toMillis();
+
+            assertThat(describe(open)).isEqualTo(new TransactionState(open.toString(), TransactionState.State.OPEN,
+                    null, ALICE, describe(open).openedAtMillis(), 60_000, 0, 0, 0, 0));
+            assertThat(describe(open).openedAtMillis()).isPositive();
+            assertThat(describe(committed)).isEqualTo(new TransactionState(committed.toString(),
+                    TransactionState.State.COMMITTED, null, ALICE, 0, 0, endedAt, keptUntil, 0, 0));
+            assertThat(describe(aborted)).isEqualTo(new TransactionState(aborted.toString(),
+                    TransactionState.State.ABORTED, TransactionState.AbortedBy.CLIENT_OR_ADMIN, null, 0, 0, endedAt,
+                    keptUntil, 0, 0));
+            assertThat(describe(timedOut)).isEqualTo(new TransactionState(timedOut.toString(),
+                    TransactionState.State.ABORTED, TransactionState.AbortedBy.TIMEOUT, ALICE, 0, 0, endedAt,
+                    keptUntil, 0, 0));
+            TxnID never = new TxnID(timedOut.getMostSigBits(), timedOut.getLeastSigBits() + 1);
+            assertThat(describe(never)).isEqualTo(new TransactionState(never.toString(),
+                    TransactionState.State.NEVER_ISSUED, null, null, 0, 0, 0, 0, 0, timedOut.getLeastSigBits()));
+
+            assertThat(coordinator.markerCount("COMMIT", PARTITION, timedOut)).as("nothing acted on").isZero();
+            assertThat(describe(open).state()).as("still open").isEqualTo(TransactionState.State.OPEN);
+        }
+
+        @Test
+        void aTimeoutAbortStillFinishingIsAbortingByTheTimeout() {
+            TxnID txn = coordinator.open(ALICE);
+            coordinator.produce(txn, PARTITION);
+            coordinator.holdMarkers(PARTITION);
+            CompletableFuture<Void> timeout = coordinator.timeoutAbort(txn);
+            awaitFinishingEntry(txn);
+
+            assertThat(describe(txn).state()).isEqualTo(TransactionState.State.ABORTING);
+            assertThat(describe(txn).abortedBy()).isEqualTo(TransactionState.AbortedBy.TIMEOUT);
+            coordinator.releaseMarkers(PARTITION);
+            await(timeout);
+        }
+
+        @Test
+        void aForgottenOneSaysWhereTheWindowStarts() {
+            TxnID old = coordinator.open(ALICE);
+            await(coordinator.commit(old, ALICE));
+            coordinator.clock().advance(Duration.ofHours(72));
+            TxnID recent = coordinator.open(ALICE);
+            await(coordinator.commit(recent, ALICE));
+            coordinator.preserver().expire();
+            coordinator.settle();
+            coordinator.preserver().currentFigures().join();
+
+            TransactionState forgotten = describe(old);
+            assertThat(forgotten.state()).isEqualTo(TransactionState.State.FORGOTTEN);
+            assertThat(forgotten.windowStartMillis()).isEqualTo(coordinator.clock().millis() / 1000 * 1000);
+            assertThat(forgotten.highestIssued()).isEqualTo(recent.getLeastSigBits());
         }
     }
 
