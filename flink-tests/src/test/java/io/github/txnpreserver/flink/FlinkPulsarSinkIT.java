@@ -122,11 +122,15 @@ class FlinkPulsarSinkIT {
             assertThat(FailOnceAfterACommit.RESTORED.get()).as("the job ran once, without a restore").isFalse();
             List<String> read = readAll(pulsar, topic);
             assertThat(read).as("records of the timed-out transactions").hasSizeLessThan(RECORDS);
-            // Flink was told the truth, and took it for "already committed".
+            // Flink was told the truth, and took it for "already committed"; the broker counted it.
             assertThat(logSince(logStart)).contains(COMMITTER_INVALID_STATE)
-                    .contains("but it is in ABORTING status");
+                    .contains("was aborted on its timeout at");
             assertThat(metric(pulsar, "pulsar_txn_timeout_total", "")).as("the coordinator's timeout-aborts")
                     .isGreaterThanOrEqualTo(1);
+            assertThat(metric(pulsar, "pulsar_txn_preserver_commits_after_timeout_abort_total", ""))
+                    .as("the commits the broker refused because it had aborted them on their timeout")
+                    .isGreaterThanOrEqualTo(1);
+            assertThat(pulsar.output()).as("the broker's warning").contains("refused: the coordinator aborted it at");
             System.out.printf("timed-out transactions: the job finished, %d of %d records landed%n", read.size(),
                     RECORDS);
         }

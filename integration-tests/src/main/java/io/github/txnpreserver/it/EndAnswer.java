@@ -8,7 +8,9 @@ import org.apache.pulsar.client.api.transaction.TransactionCoordinatorClientExce
  * <p>A refusal of a kept transaction reads "... but it is in COMMITTING status" (or
  * ABORTING): the broker builds that message from the status {@code getTxnMeta} reports, and
  * for an ended transaction the plugin reports the status it finished through (PIP-255:
- * "consider Aborting equivalent to Aborted"). So COMMITTING in a refusal means committed.
+ * "consider Aborting equivalent to Aborted"). So COMMITTING in a refusal means committed. A
+ * commit of a transaction the coordinator aborted on its timeout is refused with the plugin's
+ * own words: "... was aborted on its timeout at ...".
  */
 public enum EndAnswer {
     SUCCESS,
@@ -29,7 +31,8 @@ public enum EndAnswer {
             if (message.contains("is in COMMITTING") || message.contains("is in COMMITTED")) {
                 return REFUSED_AS_COMMITTED;
             }
-            if (message.contains("is in ABORTING") || message.contains("is in ABORTED")) {
+            if (message.contains("is in ABORTING") || message.contains("is in ABORTED")
+                    || message.contains("was aborted on its timeout")) {
                 return REFUSED_AS_ABORTED;
             }
             return REFUSED_OTHER;
