@@ -18,9 +18,11 @@ import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
@@ -105,6 +107,47 @@ class AlertsIT {
                 .as("the window alert fires on the real Prometheus within %s; alerts: %s", FIRING_TIMEOUT, alerts)
                 .isTrue();
         assertThat(firing(alerts, "TxnPreserverMemoryEvictions")).as("and the evictions warning").isTrue();
+    }
+
+    /**
+     * A timeout-abort alone is harmless (a failed attempt's leftover): the alert stays silent
+     * through it, and fires once a commit meets it.
+     */
+    @Test
+    void theCommitAfterTimeoutAbortAlertStaysSilentForATimeoutAbortAndFiresForACommitOfIt() throws Exception {
+        String alert = "TxnPreserverCommitAfterTimeoutAbort";
+        try (PulsarClient client = Txns.client(pulsar); PulsarAdmin admin = Txns.admin(pulsar);
+             Producer<String> producer = Txns.producer(client, Txns.uniqueTopic("alerts-timeout"));
+             RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            TxnID txn = Txns.timedOut(client, admin, producer, "lost");
+            awaitQuery("sum(pulsar_txn_preserver_timeout_aborts_total) >= 1");
+            // Two more evaluations after Prometheus saw the timeout-abort.
+            Thread.sleep(2_500);
+            assertThat(firing(get("/api/v1/alerts"), alert)).as("silent for a timeout-abort nobody commits")
+                    .isFalse();
+
+            assertThat(retry.commit(txn)).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+
+            Instant deadline = Instant.now().plus(FIRING_TIMEOUT);
+            String alerts = get("/api/v1/alerts");
+            while (!firing(alerts, alert) && Instant.now().isBefore(deadline)) {
+                Thread.sleep(500);
+                alerts = get("/api/v1/alerts");
+            }
+            assertThat(firing(alerts, alert)).as("fires for the commit; alerts: %s", alerts).isTrue();
+        }
+    }
+
+    /** Waits until a PromQL expression has a result (a filter that holds). */
+    private static void awaitQuery(String promql) throws Exception {
+        Instant deadline = Instant.now().plus(Duration.ofSeconds(60));
+        String query = "/api/v1/query?query=" + java.net.URLEncoder.encode(promql, java.nio.charset.StandardCharsets.UTF_8);
+        while (!get(query).contains("\"value\"")) {
+            if (Instant.now().isAfter(deadline)) {
+                throw new AssertionError("Prometheus never had " + promql + ": " + get(query));
+            }
+            Thread.sleep(500);
+        }
     }
 
     @Test
