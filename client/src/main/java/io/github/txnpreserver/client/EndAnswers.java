@@ -75,7 +75,7 @@ final class EndAnswers {
         return new Retry(failureOrNull);
     }
 
-    /** The plugin's "not found" says which (docs/DESIGN.md, "Answers"); stock's says only that. */
+    /** The plugin's "not found" says which (docs/answers.md, "Not found, said which"); stock's says only that. */
     private static EndResult.Reason notFoundReason(String message) {
         if (message.contains(NEVER_ISSUED)) {
             return EndResult.Reason.NEVER_ISSUED;

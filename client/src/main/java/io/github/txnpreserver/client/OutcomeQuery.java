@@ -21,7 +21,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 /**
  * Asks a broker with the plugin what became of a transaction, without ending it: the outcome
  * query, {@code GET /txn-preserver/transactions/{coordinatorId}/{sequence}} on the broker's web
- * service (docs/DESIGN.md, "Outcome query"). The owner role and super users may ask (as for
+ * service (docs/answers.md, "Outcome query"). The owner role and super users may ask (as for
  * an end request); any broker forwards to the one that serves the coordinator; a coordinator
  * loading or moving is asked again within the policy.
  *

@@ -6,7 +6,7 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * How an ended transaction ended: committed, aborted (by its client or an admin), or aborted
  * by the coordinator because it stayed open past its timeout. The last is an abort to every
  * end request (an abort retry succeeds, a commit is refused); it is kept apart because a
- * commit that meets it means the committer's data was lost (docs/DESIGN.md, "Timeout-aborts").
+ * commit that meets it means the committer's data was lost (docs/answers.md, "Timeout-aborts").
  *
  * <p>A kept outcome is reported to the broker as the <em>finishing</em> status
  * (COMMITTING / ABORTING), never the terminal one: the broker's end-transaction

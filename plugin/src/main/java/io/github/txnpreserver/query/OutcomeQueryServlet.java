@@ -29,7 +29,7 @@ import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException
 
 /**
  * {@code GET /txn-preserver/transactions/{coordinatorId}/{sequence}}: what the coordinator knows
- * of a transaction, without acting on it (docs/DESIGN.md, "Outcome query"). Answers JSON:
+ * of a transaction, without acting on it (docs/answers.md, "Outcome query"). Answers JSON:
  * <pre>
  *   200 {"txnId":"(1,5)","state":"ABORTED","abortedBy":"TIMEOUT","owner":"alice",
  *        "endedAt":"2026-12-05T15:30:00Z","keptUntil":"2026-12-08T15:30:00Z"}

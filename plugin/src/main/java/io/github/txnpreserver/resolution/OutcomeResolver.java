@@ -18,7 +18,7 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * to the broker's end-transaction chain ({@link BrokerEndCheck}; with its partitions while
  * finishing, none once kept): the broker then hands the end's action to the store's status
  * step instead of checking it itself, and the store answers an abort as the retry it is and
- * refuses a commit with a message naming the timeout (docs/DESIGN.md, "Timeout-aborts"). It is
+ * refuses a commit with a message naming the timeout (docs/answers.md, "Timeout-aborts"). It is
  * the one way the broker lets a store see a commit of an aborted transaction. Every other
  * caller (the admin view, the ownership check) sees ABORTING, as for any abort.
  */

@@ -134,7 +134,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     }
 
     /**
-     * "Not found", saying which (docs/DESIGN.md, "Answers"): a sequence this coordinator issued
+     * "Not found", saying which (docs/answers.md, "Not found, said which"): a sequence this coordinator issued
      * was forgotten (its outcome ended before the window, or a limit dropped it), one above
      * the highest it issued never existed. Both stay {@code TransactionNotFound} to the client;
      * neither names an owner, so they tell a role no more than which sequences were issued.
@@ -168,7 +168,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     /**
      * What this coordinator knows of a transaction, read without acting (the outcome query,
-     * docs/DESIGN.md, "Outcome query"): fails, as {@link #getTxnMeta} does, with
+     * docs/answers.md, "Outcome query"): fails, as {@link #getTxnMeta} does, with
      * {@link CoordinatorNotFoundException} while the kept outcomes cannot be asked.
      */
     public CompletableFuture<TransactionState> describe(TxnID txnId) {

@@ -134,7 +134,7 @@ class BlockRecordCodecTest {
 
     /**
      * The timed-out bitmap (field 10) came after 0.6.0 without a new format version: 0.6.0's
-     * records have none, and 0.6.0 ignores it (docs/DESIGN.md, "Timeout-aborts").
+     * records have none, and 0.6.0 ignores it (docs/answers.md, "Timeout-aborts").
      */
     @Nested
     @DisplayName("timeout-aborts across versions")
