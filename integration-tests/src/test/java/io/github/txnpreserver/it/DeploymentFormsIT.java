@@ -119,6 +119,9 @@ class DeploymentFormsIT {
             assertThat(retry.commit(txn)).isEqualTo(EndAnswer.SUCCESS);
             assertThat(retry.abort(txn)).isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
             assertThat(pulsar.output()).contains("Transaction outcome preserver " + VERSION + ": Pulsar ");
+            assertThat(AdminHttp.get(pulsar.httpUrl(), "/txn-preserver/transactions/" + txn.getMostSigBits() + "/"
+                    + txn.getLeastSigBits(), null)).as("the outcome query, mounted by this form")
+                    .contains("\"state\":\"COMMITTED\"");
         }
     }
 
