@@ -78,6 +78,35 @@ public final class PulsarDistribution {
         }
     }
 
+    /**
+     * PULSAR_HOME of a copy with an earlier release of the plugin installed by that release's
+     * own {@code install.sh}: the release's sources are taken from this repository's history
+     * ({@code git archive}) and built with Maven. Installed again at each call (a test may have
+     * upgraded the copy).
+     */
+    public static synchronized Path withReleaseInstalled(String release, String commit)
+            throws IOException, InterruptedException {
+        Path source = workDir().resolve("release-" + release);
+        Path built = source.resolve("plugin/target/pulsar-txn-preserver-" + release + ".jar");
+        if (!Files.isRegularFile(built)) {
+            Files.createDirectories(source);
+            run(List.of("sh", "-c", "git -C '" + repoRoot() + "' archive " + commit + " | tar -x -C '" + source + "'"),
+                    workDir().resolve("release-" + release + "-archive.log"));
+            run(List.of("mvn", "-B", "-q", "-f", source.resolve("pom.xml").toString(), "-pl", "plugin", "-am",
+                    "package", "-DskipTests"), workDir().resolve("release-" + release + "-build.log"));
+        }
+        Path home = unpacked("unpacked-release-" + release);
+        run(List.of(source.resolve("broker-conf-overlay/install.sh").toString(), home.toString()),
+                home.getParent().resolve("install.log"));
+        return home;
+    }
+
+    /** Installs this build's plugin into {@code home} with {@code install.sh}, as the documented upgrade step does. */
+    public static void installThisBuild(Path home) throws IOException, InterruptedException {
+        run(List.of(repoRoot().resolve("broker-conf-overlay/install.sh").toString(), home.toString()),
+                home.getParent().resolve("install-upgrade.log"));
+    }
+
     /** PULSAR_HOME of a second, untouched copy of the distribution: stock Pulsar, plugin not installed. */
     public static synchronized Path stock() throws IOException, InterruptedException {
         if (stock == null) {
