@@ -8,9 +8,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.transaction.TransactionCoordinatorClient;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.apache.pulsar.client.impl.PulsarClientImpl;
-import org.apache.pulsar.client.impl.transaction.TransactionCoordinatorClientImpl;
 
 /**
  * Commits or aborts a transaction by its id and tells what became of it: one of
@@ -54,13 +54,32 @@ public final class TransactionEnds {
     }
 
     public static TransactionEnds of(PulsarClient client, EndRetryPolicy policy) {
-        TransactionCoordinatorClientImpl coordinators = client instanceof PulsarClientImpl impl ? impl.getTcClient()
-                : null;
+        TransactionCoordinatorClient coordinators = publicCoordinatorClient(client);
+        if (coordinators == null && client instanceof PulsarClientImpl impl) {
+            coordinators = impl.getTcClient();
+        }
         if (coordinators == null) {
             throw new IllegalArgumentException("The client has no transaction coordinator client: build it with"
                     + " enableTransaction(true)");
         }
         return new TransactionEnds(coordinators::commitAsync, coordinators::abortAsync, client::isClosed, policy);
+    }
+
+    /**
+     * Pulsar 5.0's public {@code PulsarClient.getTransactionCoordinatorClient()}
+     * (apache/pulsar 26646), found by name: this helper is built against the 4.0 client, which
+     * has it only on its implementation class. Null where the client has no such method.
+     */
+    private static TransactionCoordinatorClient publicCoordinatorClient(PulsarClient client) {
+        try {
+            Object coordinators = PulsarClient.class.getMethod("getTransactionCoordinatorClient").invoke(client);
+            return coordinators instanceof TransactionCoordinatorClient tc ? tc : null;
+        } catch (NoSuchMethodException e) {
+            return null;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            // A client built without transactions may refuse: as having none.
+            return null;
+        }
     }
 
     /** Commits the transaction, or learns what became of it. */
