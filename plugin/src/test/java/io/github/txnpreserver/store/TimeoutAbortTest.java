@@ -274,6 +274,8 @@ class TimeoutAbortTest {
         void anIssuedSequenceNoLongerKeptSaysItWasForgottenAndWhereTheWindowStarts() {
             TxnID old = coordinator.open(ALICE);
             await(coordinator.commit(old, ALICE));
+            // Its end is timed on the coordinator's thread: before the clock moves on.
+            coordinator.settle();
             coordinator.clock().advance(Duration.ofHours(72));
             TxnID recent = coordinator.open(ALICE);
             await(coordinator.commit(recent, ALICE));
@@ -347,6 +349,8 @@ class TimeoutAbortTest {
         void aForgottenOneSaysWhereTheWindowStarts() {
             TxnID old = coordinator.open(ALICE);
             await(coordinator.commit(old, ALICE));
+            // Its end is timed on the coordinator's thread: before the clock moves on.
+            coordinator.settle();
             coordinator.clock().advance(Duration.ofHours(72));
             TxnID recent = coordinator.open(ALICE);
             await(coordinator.commit(recent, ALICE));
