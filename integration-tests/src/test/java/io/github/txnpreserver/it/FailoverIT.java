@@ -2,6 +2,8 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.txnpreserver.client.OutcomeQuery;
+import io.github.txnpreserver.client.TransactionState;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -53,6 +55,10 @@ class FailoverIT {
             LocalCluster.Broker survivor = owner == cluster.broker(0) ? cluster.broker(1) : cluster.broker(0);
             assertThat(committed.stream().filter(txn -> txn.getMostSigBits() == 0)).as("ended on coordinator 0")
                     .isNotEmpty();
+            TxnID onZero = committed.stream().filter(txn -> txn.getMostSigBits() == 0).findFirst().orElseThrow();
+            assertThat(OutcomeQuery.of(survivor.httpUrl()).ask(onZero).get(2, TimeUnit.MINUTES).state())
+                    .as("the outcome query through the broker that does not serve the coordinator (redirected)")
+                    .isEqualTo(TransactionState.State.COMMITTED);
 
             owner.kill();
 
@@ -72,6 +78,8 @@ class FailoverIT {
                 assertThat(retry.commit(live.getTxnID())).as("and retried").isEqualTo(EndAnswer.SUCCESS);
             }
             assertThat(cluster.ownerOfCoordinator(survivor, 0)).isSameAs(survivor);
+            assertThat(OutcomeQuery.of(survivor.httpUrl()).ask(onZero).get(2, TimeUnit.MINUTES).state())
+                    .as("and on the new owner").isEqualTo(TransactionState.State.COMMITTED);
             committedValues.add("live");
             try (PulsarClient client = Txns.client(survivor.serviceUrl())) {
                 assertThat(Txns.readAll(client, topic)).containsExactlyInAnyOrderElementsOf(committedValues);

@@ -76,6 +76,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private final TransactionMetadataPreserver preserver;
     private final OutcomeResolver resolver;
     private final TimeoutAborts timeoutAborts;
+    private static final long HIGHEST_REREAD_NANOS = Duration.ofSeconds(1).toNanos();
+    private volatile long highestIssued = -1;
+    private volatile long highestReadAtNanos;
     private final Runnable onClosed;
     /** The finishing-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
@@ -155,7 +158,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     /** A transaction neither live nor kept: forgotten, or never issued. */
     private TransactionState unknown(TxnID txnId) {
         long sequence = txnId.getLeastSigBits();
-        long highest = getCoordinatorStats().getLeastSigBits();
+        long highest = highestIssued(sequence);
         if (txnId.getMostSigBits() != getTransactionCoordinatorID().getId() || sequence < 0 || sequence > highest) {
             return new TransactionState(txnId.toString(), TransactionState.State.NEVER_ISSUED, null, null, 0, 0, 0, 0,
                     0, highest);
@@ -164,6 +167,24 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         long windowStart = figures.kept() == 0 ? 0 : preserver.scheduler().millis() - figures.windowMillis();
         return new TransactionState(txnId.toString(), TransactionState.State.FORGOTTEN, null, null, 0, 0, 0, 0,
                 windowStart, highest);
+    }
+
+    /**
+     * The highest sequence this coordinator has issued, as far as it tells {@code sequence}
+     * apart: read again (the stock store's stats walk every live transaction) only for a
+     * sequence above the last value read, at most once a second, so that a flood of unknown
+     * ids costs a comparison each.
+     */
+    private long highestIssued(long sequence) {
+        long known = highestIssued;
+        long now = System.nanoTime();
+        if (known >= 0 && (sequence <= known || now - highestReadAtNanos < HIGHEST_REREAD_NANOS)) {
+            return known;
+        }
+        highestReadAtNanos = now;
+        known = getCoordinatorStats().getLeastSigBits();
+        highestIssued = known;
+        return known;
     }
 
     /**
@@ -266,9 +287,13 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         if (newStatus == TxnStatus.COMMITTING && timeoutAborts.isFinishing(sequence)) {
             // Reported OPEN (see OutcomeResolver) so that the broker hands this step the action.
             TxnMeta live = liveTxnMeta(txnId);
-            if (live != null && live.status() == TxnStatus.ABORTING) {
+            if (live == null) {
+                // Its terminal entry is durable and the stock store is about to forget it: kept.
+                return answerFromKeptOutcome(txnId, newStatus);
+            }
+            if (live.status() == TxnStatus.ABORTING) {
                 return FutureUtil.failedFuture(commitAfterTimeoutAbort(txnId, live.getOwner(),
-                        preserver.scheduler().millis(), live.getTimeoutAt()));
+                        timeoutAborts.beganAt(sequence), live.getTimeoutAt()));
             }
         }
         return joinOrRun(beginning, txnId, newStatus, () -> {
@@ -279,25 +304,29 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             TxnMeta live = isTimeout && newStatus == TxnStatus.ABORTING ? liveTxnMeta(txnId) : null;
             boolean byTimeout = live != null && live.status() == TxnStatus.OPEN;
             if (byTimeout) {
-                timeoutAborts.began(sequence);
+                timeoutAborts.began(sequence, preserver.scheduler().millis());
             }
             CompletableFuture<Void> step = stockStep(txnId, newStatus, expectedStatus, isTimeout);
             if (byTimeout) {
                 step = step.whenComplete((ignored, error) -> {
-                    if (error != null) {
-                        timeoutAborts.ended(sequence, 0);
+                    // Failed: a commit's finishing entry landed first. Not live any more: ended
+                    // meanwhile (answered from the kept outcome), nothing left to mark.
+                    if (error != null || liveTxnMeta(txnId) == null) {
+                        timeoutAborts.ended(sequence);
                     }
                 });
             }
             if (newStatus == TxnStatus.COMMITTING) {
                 step = step.exceptionallyCompose(error -> {
+                    if (!(FutureUtil.unwrapCompletionException(error) instanceof InvalidTxnStatusException)
+                            || !timeoutAborts.isFinishing(sequence)) {
+                        return FutureUtil.failedFuture(error);
+                    }
+                    // The timeout's finishing entry landed first.
                     TxnMeta now = liveTxnMeta(txnId);
-                    return FutureUtil.failedFuture(FutureUtil.unwrapCompletionException(error)
-                            instanceof InvalidTxnStatusException && now != null && now.status() == TxnStatus.ABORTING
-                            && timeoutAborts.isFinishing(sequence)
-                            ? commitAfterTimeoutAbort(txnId, now.getOwner(), preserver.scheduler().millis(),
-                                    now.getTimeoutAt())
-                            : error);
+                    return now == null ? answerFromKeptOutcome(txnId, newStatus)
+                            : FutureUtil.failedFuture(commitAfterTimeoutAbort(txnId, now.getOwner(),
+                                    timeoutAborts.beganAt(sequence), now.getTimeoutAt()));
                 });
             }
             return step;
@@ -316,9 +345,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         String timeout = timeoutMillis > 0 ? "its timeout of " + timeoutMillis + " ms" : "its timeout";
         if (timeoutAborts.firstWarning(txnId.getLeastSigBits())) {
             log.warn("Coordinator {}: commit of transaction {} (owner {}) refused: the coordinator aborted it at {},"
-                            + " when it had stayed open past {}. Records sent in it are not in any topic: a Flink sink"
-                            + " (or any two-phase committer) that took this commit as done lost them unless its job"
-                            + " sends them again. See docs/flink.md",
+                            + " when it had stayed open past {}. Records sent in it are in no topic and its"
+                            + " acknowledgements are undone: a Flink sink (or any two-phase committer) that took this"
+                            + " commit as done lost them unless its job sends them again. See docs/flink.md",
                     getTransactionCoordinatorID().getId(), txnId, owner == null ? "none" : "'" + owner + "'",
                     abortedAt, timeout);
         }
@@ -349,7 +378,6 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         TxnMeta live = liveTxnMeta(txnId);
         long sequence = txnId.getLeastSigBits();
         if (live == null) {
-            timeoutAborts.ended(sequence, 0);
             return answerFromKeptOutcome(txnId, newStatus);
         }
         if (Outcome.of(live.status()) != Outcome.of(newStatus)) {
@@ -362,8 +390,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                 .thenRun(() -> {
                     if (decided == Outcome.TIMED_OUT) {
                         preserver.stats().timeoutAborts.increment();
+                        timeoutAborts.endedOnTimeout(sequence, live.getTimeoutAt());
+                    } else {
+                        timeoutAborts.ended(sequence);
                     }
-                    timeoutAborts.ended(sequence, live.getTimeoutAt());
                 })
                 // Also when answered as a retry: this step's decision pinned the outcome's block
                 // again, and only the end unpins it (ending twice changes nothing).

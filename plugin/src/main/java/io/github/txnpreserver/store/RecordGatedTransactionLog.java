@@ -246,6 +246,7 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
                         // Which abort the timeout began is not in the log: one begun past it was.
                         replayed.timedOut = TimeoutAborts.pastTimeout(replayed.openMillis, replayed.timeoutMillis,
                                 entry.getLastModificationTime());
+                        replayed.abortingMillis = entry.getLastModificationTime();
                     }
                     if (isTerminal(entry)) {
                         live.remove(sequence);
@@ -266,7 +267,7 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
         public void replayComplete() {
             live.forEach((sequence, replayed) -> {
                 if (replayed.status == TxnStatus.ABORTING && replayed.timedOut) {
-                    timeoutAborts.began(sequence);
+                    timeoutAborts.began(sequence, replayed.abortingMillis);
                 }
             });
             live.clear();
@@ -283,6 +284,8 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
         TxnStatus status = TxnStatus.OPEN;
         /** Its abort began past its timeout. */
         boolean timedOut;
+        /** When its abort began. */
+        long abortingMillis;
 
         Replayed(String owner, long openMillis, long timeoutMillis) {
             this.owner = owner;

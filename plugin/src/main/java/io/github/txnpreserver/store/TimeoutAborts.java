@@ -2,7 +2,6 @@ package io.github.txnpreserver.store;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -20,22 +19,35 @@ final class TimeoutAborts {
     /** Ended timeout-aborts whose timeout a warning can still name, and commits already warned about. */
     private static final int REMEMBERED = 4096;
 
-    private final Set<Long> finishing = ConcurrentHashMap.newKeySet();
+    /** Finishing timeout-aborts: when the timeout began each. */
+    private final Map<Long, Long> finishing = new ConcurrentHashMap<>();
     private final Map<Long, Long> timeoutOfEnded = bounded();
     private final Map<Long, Boolean> warned = bounded();
 
-    /** The timeout began this transaction's abort; it is finishing. */
-    void began(long sequence) {
-        finishing.add(sequence);
+    /** The timeout began this transaction's abort at {@code atMillis}; it is finishing. */
+    void began(long sequence, long atMillis) {
+        finishing.put(sequence, atMillis);
     }
 
     boolean isFinishing(long sequence) {
-        return finishing.contains(sequence);
+        return finishing.containsKey(sequence);
     }
 
-    /** The transaction's outcome is kept (or it was never this coordinator's to keep). */
-    void ended(long sequence, long timeoutMillis) {
-        if (finishing.remove(sequence) && timeoutMillis > 0) {
+    /** When the timeout began a finishing abort, or 0 if it is not one. */
+    long beganAt(long sequence) {
+        Long at = finishing.get(sequence);
+        return at == null ? 0 : at;
+    }
+
+    /** The transaction is no longer finishing here (ended, or its abort was not the timeout's). */
+    void ended(long sequence) {
+        finishing.remove(sequence);
+    }
+
+    /** A timeout-abort's outcome is kept: its timeout is remembered for the warnings of later commits. */
+    void endedOnTimeout(long sequence, long timeoutMillis) {
+        finishing.remove(sequence);
+        if (timeoutMillis > 0) {
             synchronized (timeoutOfEnded) {
                 timeoutOfEnded.put(sequence, timeoutMillis);
             }

@@ -185,9 +185,13 @@ class TimeoutAbortTest {
             coordinator.holdMarkers(PARTITION);
             CompletableFuture<Void> timeout = coordinator.timeoutAbort(txn);
             awaitFinishingEntry(txn);
+            java.time.Instant abortedAt = java.time.Instant.ofEpochMilli(coordinator.clock().millis())
+                    .truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+            coordinator.clock().advance(Duration.ofMinutes(3));
 
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class)
-                    .hasMessageContaining("was aborted on its timeout at ")
+                    .as("when the timeout began the abort, not when the commit came")
+                    .hasMessageContaining("was aborted on its timeout at " + abortedAt + " ")
                     .hasMessageContaining("its timeout of 60000 ms");
             assertThat(coordinator.callLog().count("log COMMITTING " + CoordinatorHarness.key(txn)))
                     .as("no entry appended for the refused commit").isZero();

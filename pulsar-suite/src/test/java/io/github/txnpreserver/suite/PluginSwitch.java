@@ -108,6 +108,8 @@ public class PluginSwitch implements IExecutionListener {
                 String value = trimmed.substring(equals + 1).strip()
                         .replace("@PROTOCOL_HANDLER_DIRECTORY@", handlerDirectory.toString())
                         .replace("@MESSAGING_PROTOCOLS@", HANDLER_NAME)
+                        .replace("@ADDITIONAL_SERVLET_DIRECTORY@", handlerDirectory.toString())
+                        .replace("@ADDITIONAL_SERVLETS@", HANDLER_NAME)
                         .replace("@PERSIST_COUNT@", System.getProperty("txnpreserver.suite.persistCount", "100"));
                 if (!LEFT_TO_THE_TEST.contains(key)) {
                     keys.put(key, value);
