@@ -7,13 +7,10 @@ import io.github.txnpreserver.statetopic.PulsarStateTopic;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.socket.SocketChannel;
-import java.io.IOException;
-import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.PulsarVersion;
@@ -50,7 +47,7 @@ import org.slf4j.LoggerFactory;
  */
 public class PreserverProtocolHandler implements ProtocolHandler {
 
-    static final String VERSION = pluginVersion();
+    static final PluginBuild VERSION = PluginBuild.CURRENT;
 
     private static final Logger log = LoggerFactory.getLogger(PreserverProtocolHandler.class);
     /** Its name in {@code messagingProtocols} and in its archive's {@code pulsar-protocol-handler.yml}. */
@@ -105,24 +102,9 @@ public class PreserverProtocolHandler implements ProtocolHandler {
         PulsarLines.Assessment where = PulsarLines.assess(PulsarVersion.getVersion(),
                 !configuration.getBrokerInterceptors().isEmpty());
         if (where.warn()) {
-            log.warn("Transaction outcome preserver {}: {}", VERSION, where.message());
+            log.warn("Transaction outcome preserver {}: {}", VERSION.version(), where.message());
         } else {
-            log.info("Transaction outcome preserver {}: {}", VERSION, where.message());
-        }
-    }
-
-    /** The plugin's version, as the build wrote it beside the classes; "unknown" if that file is missing. */
-    static String pluginVersion() {
-        try (InputStream in = PreserverProtocolHandler.class.getResourceAsStream(
-                "/io/github/txnpreserver/txn-preserver.properties")) {
-            if (in == null) {
-                return "unknown";
-            }
-            Properties properties = new Properties();
-            properties.load(in);
-            return properties.getProperty("version", "unknown");
-        } catch (IOException e) {
-            return "unknown";
+            log.info("Transaction outcome preserver {}: {}", VERSION.version(), where.message());
         }
     }
 
@@ -145,7 +127,10 @@ public class PreserverProtocolHandler implements ProtocolHandler {
                         txnId, outcome == Outcome.COMMITTED ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false),
                 (coordinatorId, store) -> release(pulsar, coordinatorId, store));
         broker = pulsar.getBrokerClientSharedTimer();
-        PreserverMetrics.register(broker, pulsar.getConfiguration().getClusterName(), context.preservers().values());
+        PreserverMetrics.register(broker, new PreserverMetrics.BrokerLabels(pulsar.getConfiguration().getClusterName(),
+                        VERSION.version(), VERSION.commit(), PulsarVersion.getVersion(), config.maxMemoryBytes(),
+                        config.persistTime().toMillis() / 1000.0),
+                context.preservers().values());
         installed = context;
         BrokerContext.install(broker, context);
     }

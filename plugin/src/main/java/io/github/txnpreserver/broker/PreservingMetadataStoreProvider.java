@@ -102,6 +102,9 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
         Scheduler scheduler = new ExecutorScheduler("txn-preserver-" + tcId.getId(), context.clock());
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(tcId.getId(), context.config(),
                 stateTopic, scheduler, context.budget(), TransactionMetadataPreserver.GROUP_COMMIT_INTERVAL);
+        // Served (exported, waited for at close) from the start of its opening: its restore,
+        // which may outlast the opening, is visible as such.
+        context.preservers().put(tcId.getId(), preserver);
         AtomicReference<TransactionMetadataStore> opened = new AtomicReference<>();
         preserver.releaseCoordinatorWith(() -> opened.get() == null
                 // Still opening: released once the broker has it (asked again shortly).
@@ -125,13 +128,15 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                 .whenComplete((store, error) -> {
                     if (error != null) {
                         log.error("Coordinator {}: could not open", tcId.getId(), error);
-                        preserver.closeAsync().whenComplete((closed, closeError) -> scheduler.shutdown());
+                        preserver.closeAsync().whenComplete((closed, closeError) -> {
+                            context.preservers().remove(tcId.getId(), preserver);
+                            scheduler.shutdown();
+                        });
                     } else {
                         opened.set(store);
                         preserver.start();
                         ((PreservingTransactionMetadataStore) store).startCleanup(context.endRequester(),
                                 context.config().stuckRedriveAfter());
-                        context.preservers().put(tcId.getId(), preserver);
                     }
                 });
     }

@@ -23,21 +23,32 @@ public final class PreserverMetrics extends Collector {
     private static final Map<Object, PreserverMetrics> BY_BROKER = new LinkedHashMap<>();
     private static Collector exporter;
 
-    private final String cluster;
+    private final BrokerLabels broker;
     private final Collection<TransactionMetadataPreserver> preservers;
 
-    PreserverMetrics(String cluster, Collection<TransactionMetadataPreserver> preservers) {
-        this.cluster = cluster;
+    PreserverMetrics(BrokerLabels broker, Collection<TransactionMetadataPreserver> preservers) {
+        this.broker = broker;
         this.preservers = preservers;
+    }
+
+    /**
+     * What a broker exports once, beside its coordinators' figures: its cluster, the build, and
+     * the settings an operator draws usage against (the bound is shared by all its coordinators).
+     *
+     * @param memoryBoundBytes {@code transactionMetaPersistMaxMemoryInMB}, in bytes
+     * @param retentionSeconds {@code transactionMetaPersistTimeInHour}, in seconds
+     */
+    public record BrokerLabels(String cluster, String version, String commit, String pulsarVersion,
+                               long memoryBoundBytes, double retentionSeconds) {
     }
 
     /**
      * Exports a broker's live preservers through the default registry, which every broker
      * of the JVM shares: one collector exports the preservers of all of them.
      */
-    public static synchronized void register(Object broker, String cluster,
+    public static synchronized void register(Object broker, BrokerLabels labels,
                                              Collection<TransactionMetadataPreserver> preservers) {
-        BY_BROKER.put(broker, new PreserverMetrics(cluster, preservers));
+        BY_BROKER.put(broker, new PreserverMetrics(labels, preservers));
         if (exporter == null) {
             exporter = new Collector() {
                 @Override
@@ -63,13 +74,28 @@ public final class PreserverMetrics extends Collector {
         for (PreserverMetrics metrics : BY_BROKER.values()) {
             for (MetricFamilySamples family : metrics.collect()) {
                 merged.merge(family.name, family, (a, b) -> {
-                    List<MetricFamilySamples.Sample> samples = new ArrayList<>(a.samples);
-                    samples.addAll(b.samples);
-                    return new MetricFamilySamples(a.name, a.type, a.help, samples);
+                    // The brokers of one JVM may export the same broker-level series (same cluster
+                    // and build): once, since a scrape with a repeated series is refused whole.
+                    Map<List<String>, MetricFamilySamples.Sample> samples = new LinkedHashMap<>();
+                    for (MetricFamilySamples.Sample sample : a.samples) {
+                        samples.putIfAbsent(seriesOf(sample), sample);
+                    }
+                    for (MetricFamilySamples.Sample sample : b.samples) {
+                        samples.putIfAbsent(seriesOf(sample), sample);
+                    }
+                    return new MetricFamilySamples(a.name, a.type, a.help, new ArrayList<>(samples.values()));
                 });
             }
         }
         return new ArrayList<>(merged.values());
+    }
+
+    private static List<String> seriesOf(MetricFamilySamples.Sample sample) {
+        List<String> series = new ArrayList<>();
+        series.add(sample.name);
+        series.addAll(sample.labelNames);
+        series.addAll(sample.labelValues);
+        return series;
     }
 
     @Override
@@ -115,7 +141,7 @@ public final class PreserverMetrics extends Collector {
         Family malformed = new Family("pulsar_txn_preserver_malformed_records_total", Type.COUNTER,
                 "State-topic records skipped because they could not be read");
         Family restoreSeconds = new Family("pulsar_txn_preserver_restore_duration_seconds", Type.GAUGE,
-                "Duration of the coordinator's last restore from its state topic");
+                "Duration of the coordinator's last restore from its state topic; while one runs, its time so far");
         Family restoreRecords = new Family("pulsar_txn_preserver_restore_records", Type.GAUGE,
                 "State-topic records read by the coordinator's last restore");
         Family redrives = new Family("pulsar_txn_preserver_stuck_redrives_total", Type.COUNTER,
@@ -125,10 +151,31 @@ public final class PreserverMetrics extends Collector {
                         + " terminated or deleted");
         Family refused = new Family("pulsar_txn_preserver_ends_refused_total", Type.COUNTER,
                 "Ends refused at once with a retryable error because too many were waiting for the state topic");
+        Family waiting = new Family("pulsar_txn_preserver_ends_waiting", Type.GAUGE,
+                "Ended transactions waiting for their state-topic record");
+        Family waitingLimit = new Family("pulsar_txn_preserver_ends_waiting_limit", Type.GAUGE,
+                "Ended transactions waiting for the state topic past which terminal steps are refused");
+        Family restoring = new Family("pulsar_txn_preserver_restore_in_progress", Type.GAUGE,
+                "1 while the coordinator restores its kept outcomes from its state topic (lookups of ended"
+                        + " transactions wait), 0 after");
+        Family restoreMalformed = new Family("pulsar_txn_preserver_restore_malformed_records", Type.GAUGE,
+                "Malformed state-topic records the coordinator's last restore skipped (each restore skips them"
+                        + " again until compaction or a newer record removes them)");
+        Family memoryBound = new Family("pulsar_txn_preserver_memory_bound_bytes", Type.GAUGE,
+                "Heap the kept outcomes of all this broker's coordinators may use"
+                        + " (transactionMetaPersistMaxMemoryInMB)", List.of("cluster"));
+        Family retention = new Family("pulsar_txn_preserver_retention_seconds", Type.GAUGE,
+                "How long an outcome is kept after its end (transactionMetaPersistTimeInHour)", List.of("cluster"));
+        Family build = new Family("pulsar_txn_preserver_build_info", Type.GAUGE,
+                "The plugin's version and commit, and the broker's Pulsar version; always 1",
+                List.of("cluster", "version", "commit", "pulsar_version"));
+        memoryBound.add(List.of(broker.cluster()), broker.memoryBoundBytes());
+        retention.add(List.of(broker.cluster()), broker.retentionSeconds());
+        build.add(List.of(broker.cluster(), broker.version(), broker.commit(), broker.pulsarVersion()), 1);
 
         for (TransactionMetadataPreserver preserver : preservers) {
             String coordinator = Long.toString(preserver.coordinatorId());
-            List<String> labels = List.of(cluster, coordinator);
+            List<String> labels = List.of(broker.cluster(), coordinator);
             PreserverStats stats = preserver.stats();
             PreserverFigures outcomes = preserver.figures();
             kept.add(labels, outcomes.kept());
@@ -153,7 +200,11 @@ public final class PreserverMetrics extends Collector {
             writes.addHistogram(labels, stats.stateWriteLatency);
             writeFailures.add(labels, stats.recordWriteFailures.sum());
             malformed.add(labels, stats.malformedRecords.sum());
-            restoreSeconds.add(labels, stats.restoreMillis / 1000.0);
+            restoreSeconds.add(labels, preserver.restoreSeconds());
+            restoring.add(labels, preserver.restoring() ? 1 : 0);
+            restoreMalformed.add(labels, stats.restoreMalformedRecords);
+            waiting.add(labels, preserver.endsWaiting());
+            waitingLimit.add(labels, TransactionMetadataPreserver.MAX_UNDURABLE_ENDS);
             restoreRecords.add(labels, stats.restoredRecords);
             redrives.add(labels, stats.stuckRedrives.sum());
             writerReplacements.add(labels, stats.writerReplacements.sum());
@@ -163,7 +214,8 @@ public final class PreserverMetrics extends Collector {
         for (Family family : List.of(kept, clients, answered, timeoutAborts, commitsAfterTimeout, lookups, evictions, window, memory, floor, expirations,
                 cold, coldReads, coldReadLatency, coldLost, writes,
                 writeFailures, malformed, restoreSeconds, restoreRecords, redrives,
-                writerReplacements, refused)) {
+                writerReplacements, refused, waiting, waitingLimit, restoring, restoreMalformed, memoryBound,
+                retention, build)) {
             families.add(family.build());
         }
         return families;
@@ -171,25 +223,31 @@ public final class PreserverMetrics extends Collector {
 
     /** Builds one metric family's samples. */
     private static final class Family {
-        private static final List<String> LABELS = List.of("cluster", "coordinator_id");
+        private static final List<String> COORDINATOR_LABELS = List.of("cluster", "coordinator_id");
 
         private final String name;
         private final Type type;
         private final String help;
+        private final List<String> labels;
         private final List<MetricFamilySamples.Sample> samples = new ArrayList<>();
 
         Family(String name, Type type, String help) {
+            this(name, type, help, COORDINATOR_LABELS);
+        }
+
+        Family(String name, Type type, String help, List<String> labels) {
             this.name = name;
             this.type = type;
             this.help = help;
+            this.labels = labels;
         }
 
         void add(List<String> labelValues, double value) {
-            samples.add(new MetricFamilySamples.Sample(name, LABELS, labelValues, value));
+            samples.add(new MetricFamilySamples.Sample(name, labels, labelValues, value));
         }
 
         void add(List<String> labelValues, String extraLabel, String extraValue, double value) {
-            List<String> names = new ArrayList<>(LABELS);
+            List<String> names = new ArrayList<>(labels);
             names.add(extraLabel);
             List<String> values = new ArrayList<>(labelValues);
             values.add(extraValue);
@@ -201,14 +259,14 @@ public final class PreserverMetrics extends Collector {
             for (int i = 0; i < cumulative.length; i++) {
                 String bound = i < LatencyHistogram.BOUNDS_MILLIS.length
                         ? Collector.doubleToGoString(LatencyHistogram.BOUNDS_MILLIS[i] / 1000.0) : "+Inf";
-                List<String> names = new ArrayList<>(LABELS);
+                List<String> names = new ArrayList<>(labels);
                 names.add("le");
                 List<String> values = new ArrayList<>(labelValues);
                 values.add(bound);
                 samples.add(new MetricFamilySamples.Sample(name + "_bucket", names, values, cumulative[i]));
             }
-            samples.add(new MetricFamilySamples.Sample(name + "_count", LABELS, labelValues, histogram.count()));
-            samples.add(new MetricFamilySamples.Sample(name + "_sum", LABELS, labelValues, histogram.sumSeconds()));
+            samples.add(new MetricFamilySamples.Sample(name + "_count", labels, labelValues, histogram.count()));
+            samples.add(new MetricFamilySamples.Sample(name + "_sum", labels, labelValues, histogram.sumSeconds()));
         }
 
         MetricFamilySamples build() {

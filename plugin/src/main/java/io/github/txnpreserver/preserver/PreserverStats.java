@@ -14,6 +14,12 @@ public final class PreserverStats {
     public volatile long restoredRecords;
     /** Duration of the last restore. */
     public volatile long restoreMillis;
+    /** When the restore in progress began ({@code Scheduler#nanoTime}); meaningful while {@link #restoring}. */
+    public volatile long restoreStartNanos;
+    /** A restore from the state topic is in progress. */
+    public volatile boolean restoring;
+    /** Malformed records the last restore skipped (the topic keeps them: each restore skips them again). */
+    public volatile long restoreMalformedRecords;
     /** Retried commits and aborts answered from a kept outcome, by outcome. */
     public final LongAdder retriesAnsweredCommitted = new LongAdder();
     public final LongAdder retriesAnsweredAborted = new LongAdder();

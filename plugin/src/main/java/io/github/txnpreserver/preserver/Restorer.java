@@ -106,6 +106,7 @@ final class Restorer {
             phase = Phase.DONE;
             // Counted once, for the read that is kept (a failed read is read again whole).
             stats.malformedRecords.add(collector.malformed);
+            stats.restoreMalformedRecords = collector.malformed;
             done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes, startNanos);
             return;
         }

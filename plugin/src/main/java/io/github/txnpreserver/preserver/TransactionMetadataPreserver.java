@@ -120,6 +120,8 @@ public final class TransactionMetadataPreserver {
             if (restorer != null) {
                 return;
             }
+            stats.restoreStartNanos = scheduler.nanoTime();
+            stats.restoring = true;
             index.hold(highestSequence.getAsLong());
             restorer = new Restorer(coordinatorId, stateTopic, scheduler, stats, highestSequence,
                     () -> Math.max(0, budget.limitBytes() - budget.usedBytes()), config.persistCountPerClient(),
@@ -219,8 +221,20 @@ public final class TransactionMetadataPreserver {
      * restore's or a cold read's, not the topic's), as the coordinator's thread last changed
      * it: a bound, not an exact count.
      */
-    int endsWaiting() {
+    public int endsWaiting() {
         return queue.waiting() - queue.waitingForHeld();
+    }
+
+    /** A restore from the state topic is in progress: lookups of ended transactions wait for it. */
+    public boolean restoring() {
+        return stats.restoring;
+    }
+
+    /** The last restore's duration, in seconds; while one is in progress, its time so far. */
+    public double restoreSeconds() {
+        return stats.restoring
+                ? (scheduler.nanoTime() - stats.restoreStartNanos) / 1e9
+                : stats.restoreMillis / 1000.0;
     }
 
     /** The transaction's terminal entry is durable: its outcome is kept like any other. */
@@ -385,6 +399,7 @@ public final class TransactionMetadataPreserver {
         queue.holdReleased(index::isHeld);
         stats.restoredRecords = records;
         stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - startNanos);
+        stats.restoring = false;
         index.expire(scheduler.millis());
         pacing.recordsRead(blockRecords, blockBytes);
         publish();

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 class PreserverMetricsOfACoordinatorTest {
 
     private final CoordinatorHarness coordinator = CoordinatorHarness.start(2, 100);
-    private final PreserverMetrics metrics = new PreserverMetrics("test-cluster",
+    private final PreserverMetrics metrics = new PreserverMetrics(PreserverMetricsTest.labels("test-cluster"),
             List.of(coordinator.preserver()));
 
     @AfterEach

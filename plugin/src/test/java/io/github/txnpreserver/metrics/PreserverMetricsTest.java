@@ -51,6 +51,18 @@ class PreserverMetricsTest {
         throw new AssertionError("no sample " + sampleName + " " + List.of(extraLabelValues));
     }
 
+    static PreserverMetrics.BrokerLabels labels(String cluster) {
+        return new PreserverMetrics.BrokerLabels(cluster, "1.2.3-SNAPSHOT", "0123456789ab", "4.0.8", 3L << 20, 1800.0);
+    }
+
+    /** The one sample of a broker-level family, with its labels. */
+    static Sample brokerSample(List<MetricFamilySamples> families, String sampleName) {
+        List<Sample> samples = families.stream().flatMap(family -> family.samples.stream())
+                .filter(sample -> sample.name.equals(sampleName)).toList();
+        assertThat(samples).as(sampleName).hasSize(1);
+        return samples.get(0);
+    }
+
     private static <T> T done(CompletableFuture<T> future) {
         assertThat(future).as("completed by the tasks run so far").isDone();
         return future.join();
@@ -98,7 +110,7 @@ class PreserverMetricsTest {
         /** Kept an hour, checked every minute: stepping past it runs a few thousand tasks, not 300 000. */
         private final Preserver coordinator = new Preserver(0, 2, 100, Duration.ofHours(1),
                 Duration.ofSeconds(60), new OutcomeMemoryBudget(1 << 20)).opened();
-        private final PreserverMetrics metrics = new PreserverMetrics("test-cluster",
+        private final PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"),
                 List.of(coordinator.preserver));
 
         @AfterEach
@@ -159,7 +171,7 @@ class PreserverMetricsTest {
                 bounded.preserve(256L * i, "alice");
             }
             bounded.scheduler.advance(Duration.ofSeconds(90));
-            PreserverMetrics metrics = new PreserverMetrics("test-cluster", List.of(bounded.preserver));
+            PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(bounded.preserver));
 
             double kept = value(metrics, "1", "pulsar_txn_preserver_kept_outcomes");
             assertThat(kept).isPositive();
@@ -180,7 +192,7 @@ class PreserverMetricsTest {
                 capped.preserve(sequence++, owner);
             }
             capped.scheduler.advance(FIGURES_INTERVAL);
-            PreserverMetrics metrics = new PreserverMetrics("test-cluster", List.of(capped.preserver));
+            PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(capped.preserver));
 
             assertThat(value(metrics, "2", "pulsar_txn_preserver_evictions_total", "floor")).isEqualTo(1);
             assertThat(value(metrics, "2", "pulsar_txn_preserver_evictions_total", "memory")).isZero();
@@ -188,6 +200,129 @@ class PreserverMetricsTest {
             assertThat(value(metrics, "2", "pulsar_txn_preserver_clients")).isEqualTo(2);
             assertThat(value(metrics, "2", "pulsar_txn_preserver_kept_outcomes")).as("all three, by time")
                     .isEqualTo(3);
+        }
+    }
+
+    @Test
+    void aBrokerExportsItsBoundItsRetentionAndItsBuildOnce() {
+        Preserver first = new Preserver(0, 2, 100, Duration.ofHours(1), Duration.ofSeconds(60),
+                new OutcomeMemoryBudget(1 << 20)).opened();
+        Preserver second = new Preserver(1, 2, 100, Duration.ofHours(1), Duration.ofSeconds(60),
+                new OutcomeMemoryBudget(1 << 20)).opened();
+        try {
+            List<MetricFamilySamples> families = new PreserverMetrics(labels("test-cluster"),
+                    List.of(first.preserver, second.preserver)).collect();
+
+            Sample bound = brokerSample(families, "pulsar_txn_preserver_memory_bound_bytes");
+            assertThat(bound.labelNames).containsExactly("cluster");
+            assertThat(bound.labelValues).containsExactly("test-cluster");
+            assertThat(bound.value).isEqualTo(3L << 20);
+            assertThat(brokerSample(families, "pulsar_txn_preserver_retention_seconds").value).isEqualTo(1800.0);
+            Sample build = brokerSample(families, "pulsar_txn_preserver_build_info");
+            assertThat(build.labelNames).containsExactly("cluster", "version", "commit", "pulsar_version");
+            assertThat(build.labelValues).containsExactly("test-cluster", "1.2.3-SNAPSHOT", "0123456789ab", "4.0.8");
+            assertThat(build.value).isEqualTo(1);
+        } finally {
+            first.close();
+            second.close();
+        }
+    }
+
+    /** Two brokers of one JVM with the same cluster and build: a repeated series would make the whole scrape fail. */
+    @Test
+    void twoBrokersOfOneJvmWithTheSameBuildExportItsSeriesOnce() {
+        Preserver first = new Preserver(0, 2, 100, Duration.ofHours(72), Duration.ofSeconds(300),
+                new OutcomeMemoryBudget(1 << 20)).opened();
+        Preserver second = new Preserver(1, 2, 100, Duration.ofHours(72), Duration.ofSeconds(300),
+                new OutcomeMemoryBudget(1 << 20)).opened();
+        Object brokerA = new Object();
+        Object brokerB = new Object();
+        try {
+            PreserverMetrics.register(brokerA, labels("one-cluster"), List.of(first.preserver));
+            PreserverMetrics.register(brokerB, labels("one-cluster"), List.of(second.preserver));
+            List<MetricFamilySamples> families = java.util.Collections.list(
+                    io.prometheus.client.CollectorRegistry.defaultRegistry.metricFamilySamples());
+
+            assertThat(brokerSample(families, "pulsar_txn_preserver_build_info").labelValues)
+                    .containsExactly("one-cluster", "1.2.3-SNAPSHOT", "0123456789ab", "4.0.8");
+            assertThat(families.stream().flatMap(family -> family.samples.stream())
+                    .filter(sample -> sample.name.equals("pulsar_txn_preserver_kept_outcomes")))
+                    .as("each broker's coordinator").hasSize(2);
+        } finally {
+            PreserverMetrics.unregister(brokerA);
+            PreserverMetrics.unregister(brokerB);
+            first.close();
+            second.close();
+        }
+    }
+
+    @Test
+    void aRestoreInProgressIsExportedWithItsTimeSoFarAndThenItsDuration() {
+        ManualScheduler scheduler = new ManualScheduler(START_MILLIS);
+        CompletableFuture<Void> read = new CompletableFuture<>();
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(3,
+                new PreserverConfig(2, 100, Duration.ofHours(1), Duration.ofSeconds(60), Duration.ofSeconds(60)),
+                new DurableAtOnceTopic() {
+                    @Override
+                    public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
+                        return read;
+                    }
+                }, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
+        PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(preserver));
+        try {
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_in_progress")).as("not begun").isZero();
+
+            CompletableFuture<Void> restored = preserver.startRestore(() -> Long.MAX_VALUE);
+            scheduler.runReady();
+            scheduler.advance(Duration.ofSeconds(7));
+
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_in_progress")).isEqualTo(1);
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_duration_seconds")).as("so far")
+                    .isEqualTo(7.0);
+
+            read.complete(null);
+            scheduler.runReady();
+            done(restored);
+            scheduler.advance(Duration.ofSeconds(30));
+
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_in_progress")).isZero();
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_duration_seconds")).as("its duration")
+                    .isEqualTo(7.0);
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_malformed_records")).isZero();
+        } finally {
+            preserver.closeAsync();
+            scheduler.runReady();
+        }
+    }
+
+    @Test
+    void endsWaitingForTheStateTopicAgainstTheCountPastWhichTheyAreRefused() {
+        ManualScheduler scheduler = new ManualScheduler(START_MILLIS);
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(4,
+                new PreserverConfig(2, 100, Duration.ofHours(1), Duration.ofSeconds(60), Duration.ofSeconds(60)),
+                new DurableAtOnceTopic() {
+                    @Override
+                    public CompletableFuture<RecordPosition> write(String key, byte[] value) {
+                        return new CompletableFuture<>();
+                    }
+                }, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
+        PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(preserver));
+        try {
+            CompletableFuture<Void> restored = preserver.startRestore(() -> Long.MAX_VALUE);
+            scheduler.runReady();
+            done(restored);
+            preserver.start();
+            for (long sequence = 0; sequence < 3; sequence++) {
+                Ends.preserve(preserver, new TxnID(4, sequence), Outcome.COMMITTED, "alice");
+            }
+            scheduler.advance(Duration.ofSeconds(1));
+
+            assertThat(value(metrics, "4", "pulsar_txn_preserver_ends_waiting")).isEqualTo(3);
+            assertThat(value(metrics, "4", "pulsar_txn_preserver_ends_waiting_limit"))
+                    .isEqualTo(TransactionMetadataPreserver.MAX_UNDURABLE_ENDS);
+        } finally {
+            preserver.closeAsync();
+            scheduler.runReady();
         }
     }
 
@@ -201,8 +336,8 @@ class PreserverMetricsTest {
         Object brokerA = new Object();
         Object brokerB = new Object();
         try {
-            PreserverMetrics.register(brokerA, "cluster-a", List.of(first.preserver));
-            PreserverMetrics.register(brokerB, "cluster-b", List.of(second.preserver));
+            PreserverMetrics.register(brokerA, labels("cluster-a"), List.of(first.preserver));
+            PreserverMetrics.register(brokerB, labels("cluster-b"), List.of(second.preserver));
 
             assertThat(exportedClusters()).containsExactlyInAnyOrder("cluster-a", "cluster-b");
             PreserverMetrics.unregister(brokerA);
@@ -228,7 +363,7 @@ class PreserverMetricsTest {
     }
 
     /** A state topic whose writes land at once; empty when read. */
-    private static final class DurableAtOnceTopic implements StateTopic {
+    private static class DurableAtOnceTopic implements StateTopic {
 
         @Override
         public CompletableFuture<RecordPosition> write(String key, byte[] value) {

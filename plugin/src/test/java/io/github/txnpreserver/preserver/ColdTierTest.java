@@ -277,6 +277,8 @@ class ColdTierTest {
             assertThat(figures().kept()).as("the cold tier forgot the block").isEqualTo(2);
             assertThat(lookUp(2)).isNull();
             assertThat(preserver.stats().malformedRecords.sum()).as("not read again").isEqualTo(1);
+            assertThat(preserver.stats().restoreMalformedRecords).as("found by a cold read, not by the restore")
+                    .isZero();
         }
     }
 

@@ -630,6 +630,8 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             assertThat(next.stats().malformedRecords.sum()).isEqualTo(10);
+            assertThat(next.stats().restoreMalformedRecords).as("the restore's own count, exported as a gauge")
+                    .isEqualTo(10);
             assertThat(await(next.currentFigures()).kept()).isEqualTo(1);
             assertThat(find(next, txn(7 * 256 + 1))).isNotNull();
             assertThat(find(next, txn(5 * 256))).isNull();
