@@ -1,31 +1,37 @@
 #!/usr/bin/env bash
-# Installs the transaction outcome preserver into an unpacked Pulsar 4.0.x server
-# distribution:
-#   - the plugin jar into lib/ (the broker builds the coordinator store by class name,
-#     so it must be on the broker's classpath);
+# Installs the transaction outcome preserver into an unpacked Pulsar server distribution:
+#   - the plugin jar into lib/ (the broker builds the coordinator store by class name, so it
+#     must be on the broker's classpath);
 #   - the same jar as txn-preserver.nar into the broker's protocol handler directory (the
-#     plugin's entry point is a protocol handler that serves no protocol: the broker starts
-#     it with itself, and it costs nothing on the message path), and into the additional
-#     servlet directory if one is set elsewhere (the same archive serves the outcome query);
+#     plugin's entry point is a protocol handler that serves no protocol: the broker starts it
+#     with itself, and it costs nothing on the message path), and into the additional servlet
+#     directory if that is another one (the same archive serves the outcome query);
 #   - the overlay (txn-preserver.conf beside this script) into conf/broker.conf and
 #     conf/standalone.conf, between marker lines.
-# Running it again replaces what an earlier run installed: the result is the same. An
-# installation of a version that came in as a broker interceptor is replaced too (its
-# archive in the interceptors directory is removed; its keys were in the marked block).
 #
-# Usage: broker-conf-overlay/install.sh PULSAR_HOME   (after: mvn -DskipTests package)
+# It never overrides a value the operator set. In its block it writes the two keys that
+# switch the plugin on, txn-preserver added to the protocol and servlet lists already set,
+# the directories only where none is set, and of the tuning keys only those set nowhere else
+# in the file (transactionMetaPersistCount=100, the others as commented defaults). A key set
+# outside the block is left there; a value set inside the block (an edited or uncommented
+# line) is carried into the new block. Running it again (the upgrade step) gives the same
+# result and keeps every value set. An installation of a version that came in as a broker
+# interceptor is replaced too (its archive in the interceptors directory is removed).
+#
+# Usage: install.sh PULSAR_HOME
+#   from a release bundle (the jar beside this script), or from a source tree after
+#   `mvn -DskipTests package` (the jar in plugin/target/).
 set -euo pipefail
 
-BEGIN_MARK="# >>> txn-preserver overlay (managed by broker-conf-overlay/install.sh; edits here are replaced)"
+BEGIN_MARK="# >>> txn-preserver overlay (managed by install.sh: values set here are kept when it runs again)"
+OLD_BEGIN_MARK="# >>> txn-preserver overlay (managed by broker-conf-overlay/install.sh; edits here are replaced)"
 END_MARK="# <<< txn-preserver overlay"
 HANDLER_NAME="txn-preserver"
-DEFAULT_PERSIST_COUNT=100
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
 [ $# -eq 1 ] || die "usage: $0 PULSAR_HOME"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(dirname "$here")"
 [ -d "$1" ] || die "$1 is not a directory"
 pulsar_home="$(cd "$1" && pwd)"
 
@@ -34,94 +40,137 @@ pulsar_home="$(cd "$1" && pwd)"
     || die "$pulsar_home is not a Pulsar server distribution (expected bin/pulsar, lib/, conf/broker.conf, conf/standalone.conf)"
 ls "$pulsar_home"/lib/org.apache.pulsar-pulsar-broker-*.jar >/dev/null 2>&1 \
     || die "$pulsar_home/lib has no Pulsar broker jar: not a Pulsar server distribution"
+[ -f "$here/txn-preserver.conf" ] || die "no txn-preserver.conf beside $0"
 
+# The jar: beside this script (a release bundle), else in the source tree's plugin/target/.
 shopt -s nullglob
-jars=()
-for jar in "$repo"/plugin/target/pulsar-txn-preserver-*.jar; do
-    case "$jar" in *-sources.jar|*-javadoc.jar|*-tests.jar) continue ;; esac
-    jars+=("$jar")
-done
-[ ${#jars[@]} -eq 1 ] || die "the plugin is not built (expected one plugin/target/pulsar-txn-preserver-*.jar, found ${#jars[@]}): run 'mvn -DskipTests package' in $repo first"
+find_jars() {
+    local jar
+    for jar in "$1"/pulsar-txn-preserver-*.jar; do
+        case "$jar" in *-sources.jar|*-javadoc.jar|*-tests.jar) continue ;; esac
+        echo "$jar"
+    done
+}
+mapfile -t jars < <(find_jars "$here")
+if [ ${#jars[@]} -eq 0 ]; then
+    mapfile -t jars < <(find_jars "$(dirname "$here")/plugin/target")
+fi
+[ ${#jars[@]} -eq 1 ] || die "expected one pulsar-txn-preserver-*.jar beside this script (a release bundle) or in $(dirname "$here")/plugin/target (a source tree: run 'mvn -DskipTests package' first), found ${#jars[@]}"
 plugin_jar="${jars[0]}"
 version="$(basename "$plugin_jar" .jar)"; version="${version#pulsar-txn-preserver-}"
 
-# The value a key has in a config file, ignoring our own block; the last one wins, as in the broker.
-effective_value() {
-    local key="$1" file="$2"
-    awk -v begin="$BEGIN_MARK" -v end="$END_MARK" -v key="$key" '
-        $0 == begin { skip = 1; next }
-        $0 == end { skip = 0; next }
-        skip { next }
+# A key's value in a config file, as the broker reads it (the last one wins), either outside
+# our block or inside it: prints "=value" if the key is set there, nothing if not.
+lookup() {
+    local key="$1" where="$2" file="$3"
+    awk -v begin="$BEGIN_MARK" -v old_begin="$OLD_BEGIN_MARK" -v end="$END_MARK" -v key="$key" -v where="$where" '
+        $0 == begin || $0 == old_begin { inside = 1; next }
+        $0 == end { inside = 0; next }
+        (where == "inside") != (inside == 1) { next }
         {
             line = $0
             sub(/^[ \t]+/, "", line)
-            if (index(line, key "=") == 1 || line ~ ("^" key "[ \t]*=")) {
-                sub(/^[^=]*=[ \t]*/, "", line); sub(/[ \t\r]+$/, "", line); value = line; found = 1
-            }
+            if (substr(line, 1, length(key)) != key) next
+            rest = substr(line, length(key) + 1)
+            if (rest !~ /^[ \t]*[=:]/) next
+            sub(/^[ \t]*[=:][ \t]*/, "", rest); sub(/[ \t\r]+$/, "", rest)
+            value = rest; found = 1
         }
-        END { if (found) print value }' "$file"
+        END { if (found) print "=" value }' "$file"
 }
 
-# Protocol handler directory: the configured one (relative paths are relative to
-# PULSAR_HOME, where bin/pulsar is normally started), written back as an absolute path so
-# the broker finds it whatever its working directory.
+# Relative paths are relative to PULSAR_HOME, where bin/pulsar is normally started.
 absolute() {
     case "$1" in /*) echo "$1" ;; *) echo "$pulsar_home/${1#./}" ;; esac
 }
-handlers_dir="$(effective_value protocolHandlerDirectory "$pulsar_home/conf/broker.conf")"
-handlers_dir="$(absolute "${handlers_dir:-./protocols}")"
-# Additional servlet directory: the operator's, or the protocol handler directory (one archive).
-servlets_dir="$(effective_value additionalServletDirectory "$pulsar_home/conf/broker.conf")"
-servlets_dir="$(absolute "${servlets_dir:-$handlers_dir}")"
+
+# A directory key: the operator's value outside the block, else ours (an earlier block's value
+# is install.sh's own, for the PULSAR_HOME of that time: computed again).
+directory() {
+    local key="$1" conf="$2" default="$3" value
+    value="$(lookup "$key" outside "$conf")"
+    if [ -n "${value#=}" ]; then absolute "${value#=}"; else echo "$default"; fi
+}
+
+# A comma-separated list: the values set outside the block and inside it, and ours, each once.
+merged_list() {
+    local key="$1" conf="$2" outside inside
+    outside="$(lookup "$key" outside "$conf")"; inside="$(lookup "$key" inside "$conf")"
+    printf '%s,%s,%s' "${outside#=}" "${inside#=}" "$HANDLER_NAME" | tr ',' '\n' \
+        | sed -e 's/^[ \t]*//' -e 's/[ \t]*$//' | awk 'NF && !seen[$0]++' | paste -sd, -
+}
+
+# Directories from broker.conf (the broker's own file; standalone.conf is handled alike below).
+handlers_dir="$(directory protocolHandlerDirectory "$pulsar_home/conf/broker.conf" "$pulsar_home/protocols")"
+servlets_dir="$(directory additionalServletDirectory "$pulsar_home/conf/broker.conf" "$handlers_dir")"
 
 # lib/: replace any earlier version of the plugin.
 rm -f "$pulsar_home"/lib/io.github.txnpreserver-pulsar-txn-preserver-*.jar
 cp "$plugin_jar" "$pulsar_home/lib/io.github.txnpreserver-pulsar-txn-preserver-$version.jar"
-mkdir -p "$handlers_dir"
-cp "$plugin_jar" "$handlers_dir/$HANDLER_NAME.nar"
-if [ "$servlets_dir" != "$handlers_dir" ]; then
-    mkdir -p "$servlets_dir"
-    cp "$plugin_jar" "$servlets_dir/$HANDLER_NAME.nar"
-fi
 
-# An earlier version's interceptor archive: loaded by nothing now (its keys were in the
-# marked block), removed so that no old code stays beside the new.
-interceptors_dir="$(effective_value brokerInterceptorsDirectory "$pulsar_home/conf/broker.conf")"
-rm -f "$(absolute "${interceptors_dir:-./interceptors}")/$HANDLER_NAME.nar" "$pulsar_home/interceptors/$HANDLER_NAME.nar"
-
-# A comma-separated list with our name in it once.
-with_ours() {
-    case ",$1," in
-        *",$HANDLER_NAME,"*) echo "$1" ;;
-        ",,") echo "$HANDLER_NAME" ;;
-        *) echo "$1,$HANDLER_NAME" ;;
-    esac
+# The block of one config file, from the overlay: see the rules at the top.
+block() {
+    local conf="$1" line key outside inside
+    while IFS= read -r line || [ -n "$line" ]; do
+        if [[ "$line" =~ ^#?([A-Za-z][A-Za-z0-9]*)=(.*)$ ]]; then
+            key="${BASH_REMATCH[1]}"
+        else
+            echo "$line"; continue
+        fi
+        outside="$(lookup "$key" outside "$conf")"
+        inside="$(lookup "$key" inside "$conf")"
+        case "$key" in
+            transactionCoordinatorEnabled|transactionMetadataStoreProviderClassName)
+                echo "$line" ;;
+            messagingProtocols|additionalServlets)
+                echo "$key=$(merged_list "$key" "$conf")" ;;
+            protocolHandlerDirectory|additionalServletDirectory)
+                if [ -n "$outside" ]; then
+                    echo "# $key: set elsewhere in this file (${outside#=}); install.sh leaves it there"
+                elif [ "$key" = protocolHandlerDirectory ]; then
+                    echo "$key=$(directory "$key" "$conf" "$pulsar_home/protocols")"
+                else
+                    echo "$key=$(directory "$key" "$conf" "$(directory protocolHandlerDirectory "$conf" "$pulsar_home/protocols")")"
+                fi ;;
+            *)
+                if [ -n "$outside" ]; then
+                    echo "# $key: set elsewhere in this file (${outside#=}); install.sh leaves it there"
+                elif [ -n "$inside" ]; then
+                    echo "$key=${inside#=}"
+                else
+                    echo "$line"
+                fi ;;
+        esac
+    done < "$here/txn-preserver.conf"
 }
 
 install_overlay() {
-    local conf="$1" protocols servlets persist_count tmp
-    protocols="$(with_ours "$(effective_value messagingProtocols "$conf")")"
-    servlets="$(with_ours "$(effective_value additionalServlets "$conf")")"
-    persist_count="$(effective_value transactionMetaPersistCount "$conf")"
+    local conf="$1" tmp dir
+    for dir in "$(directory protocolHandlerDirectory "$conf" "$pulsar_home/protocols")" \
+               "$(directory additionalServletDirectory "$conf" "$(directory protocolHandlerDirectory "$conf" "$pulsar_home/protocols")")"; do
+        mkdir -p "$dir"
+        cp "$plugin_jar" "$dir/$HANDLER_NAME.nar"
+    done
     tmp="$(mktemp "$conf.XXXXXX")"
-    # Drop our earlier block, and make sure the last line ends: the shipped files do not.
-    awk -v begin="$BEGIN_MARK" -v end="$END_MARK" '
-        $0 == begin { skip = 1; next }
-        $0 == end { skip = 0; next }
-        !skip { print }' "$conf" > "$tmp"
     {
+        # The file without our earlier block; its last line ended (the shipped files' last does not).
+        awk -v begin="$BEGIN_MARK" -v old_begin="$OLD_BEGIN_MARK" -v end="$END_MARK" '
+            $0 == begin || $0 == old_begin { skip = 1; next }
+            $0 == end { skip = 0; next }
+            !skip { print }' "$conf"
         echo "$BEGIN_MARK"
-        sed -e "s|@PROTOCOL_HANDLER_DIRECTORY@|$handlers_dir|" \
-            -e "s|@MESSAGING_PROTOCOLS@|$protocols|" \
-            -e "s|@ADDITIONAL_SERVLETS@|$servlets|" \
-            -e "s|@ADDITIONAL_SERVLET_DIRECTORY@|$servlets_dir|" \
-            -e "s|@PERSIST_COUNT@|${persist_count:-$DEFAULT_PERSIST_COUNT}|" \
-            "$here/txn-preserver.conf"
+        block "$conf"
         echo "$END_MARK"
-    } >> "$tmp"
+    } > "$tmp"
     cat "$tmp" > "$conf"
     rm -f "$tmp"
 }
+
+# An earlier version's interceptor archive: loaded by nothing now (its keys were in the
+# marked block), removed so that no old code stays beside the new.
+interceptors_dir="$(lookup brokerInterceptorsDirectory outside "$pulsar_home/conf/broker.conf")"
+interceptors_dir="${interceptors_dir#=}"
+rm -f "$(absolute "${interceptors_dir:-./interceptors}")/$HANDLER_NAME.nar" "$pulsar_home/interceptors/$HANDLER_NAME.nar"
 
 install_overlay "$pulsar_home/conf/broker.conf"
 install_overlay "$pulsar_home/conf/standalone.conf"
@@ -130,4 +179,4 @@ echo "Installed pulsar-txn-preserver $version into $pulsar_home:"
 echo "  lib/io.github.txnpreserver-pulsar-txn-preserver-$version.jar"
 echo "  $handlers_dir/$HANDLER_NAME.nar"
 [ "$servlets_dir" = "$handlers_dir" ] || echo "  $servlets_dir/$HANDLER_NAME.nar"
-echo "  overlay in conf/broker.conf and conf/standalone.conf"
+echo "  the overlay in conf/broker.conf and conf/standalone.conf (values set there kept)"

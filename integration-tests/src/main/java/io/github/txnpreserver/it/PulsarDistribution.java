@@ -107,6 +107,21 @@ public final class PulsarDistribution {
                 home.getParent().resolve("install-upgrade.log"));
     }
 
+    /** PULSAR_HOME of a new, untouched copy of the distribution under {@code folder} (an earlier one there is removed). */
+    public static synchronized Path freshCopy(String folder) throws IOException, InterruptedException {
+        Path archive = Paths.get(requiredProperty("pulsar.distribution.archive")).toAbsolutePath();
+        Path target = archive.getParent().resolve(folder);
+        run(List.of("rm", "-rf", target.toString()), workDir().resolve(folder + "-remove.log"));
+        return unpacked(folder);
+    }
+
+    /** Runs {@code script} (an install.sh: the source tree's, or an unpacked bundle's) on {@code home}; its output. */
+    public static String runInstall(Path script, Path home) throws IOException, InterruptedException {
+        Path log = workDir().resolve("install-" + home.getParent().getFileName() + ".log");
+        run(List.of(script.toString(), home.toString()), log);
+        return Files.readString(log);
+    }
+
     /** PULSAR_HOME of a second, untouched copy of the distribution: stock Pulsar, plugin not installed. */
     public static synchronized Path stock() throws IOException, InterruptedException {
         if (stock == null) {

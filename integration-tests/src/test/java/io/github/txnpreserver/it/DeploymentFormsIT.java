@@ -39,24 +39,51 @@ class DeploymentFormsIT {
     private static final Path DEPLOY = PulsarDistribution.repoRoot().resolve("deploy");
     private static final String VERSION = System.getProperty("txnpreserver.version");
 
-    @Test
-    void theDockerLayerOnTheOfficialImage() throws Exception {
-        Path image = dockerLayer();
-        Map<String, String> env = dockerfile(DEPLOY.resolve("docker/Dockerfile")).env();
+    /** The keys README's switch-off removes (the coordinator stays on: transactions go on, stock). */
+    private static final List<String> SWITCH_OFF = List.of("transactionMetadataStoreProviderClassName",
+            "PULSAR_PREFIX_messagingProtocols", "PULSAR_PREFIX_protocolHandlerDirectory",
+            "PULSAR_PREFIX_additionalServlets", "PULSAR_PREFIX_additionalServletDirectory",
+            "PULSAR_PREFIX_transactionMetaPersistCount");
 
-        assertPluginOn(image, "docker-layer", env, Map.of("/pulsar", image));
+    @Test
+    void theDockerLayerOnTheOfficialImageWithItsEnvFile() throws Exception {
+        Path image = dockerLayer();
+
+        assertPluginOn(image, "docker-layer", envFile(DEPLOY.resolve("docker/txn-preserver.env")),
+                Map.of("/pulsar", image));
+    }
+
+    /** The switch-off of the Docker form: the same image run without the env file, transactions on. */
+    @Test
+    void theDockerLayerWithoutItsEnvFileRunsStock() throws Exception {
+        Path image = dockerLayer();
+        Map<String, String> env = new LinkedHashMap<>(envFile(DEPLOY.resolve("docker/txn-preserver.env")));
+        assertThat(env.keySet()).as("the env file holds the keys the switch-off removes, and the coordinator's switch")
+                .containsExactlyInAnyOrderElementsOf(concat(SWITCH_OFF, List.of("transactionCoordinatorEnabled")));
+        env.keySet().removeAll(SWITCH_OFF);
+
+        assertStock(image, "docker-layer-off", env, Map.of("/pulsar", image));
     }
 
     @Test
     void helmValuesForAnImageWithThePlugin() throws Exception {
         Path image = dockerLayer();
         Map<String, Object> values = yaml(DEPLOY.resolve("helm/values-custom-image.yaml"));
-        Map<String, String> env = new LinkedHashMap<>(dockerfile(DEPLOY.resolve("docker/Dockerfile")).env());
-        env.putAll(configData(values));
 
         assertThat(child(values, "images", "broker", "tag").toString()).as("the image's tag names the plugin's version")
                 .endsWith(VERSION);
-        assertPluginOn(image, "helm-custom-image", env, Map.of("/pulsar", image));
+        assertPluginOn(image, "helm-custom-image", configData(values), Map.of("/pulsar", image));
+    }
+
+    /** The switch-off of the Helm form: the switch-off's keys deleted from configData, nothing else changed. */
+    @Test
+    void helmValuesWithoutThePluginsKeysRunStock() throws Exception {
+        Path image = dockerLayer();
+        Map<String, String> env = configData(yaml(DEPLOY.resolve("helm/values-custom-image.yaml")));
+        assertThat(env.keySet()).containsAll(SWITCH_OFF);
+        env.keySet().removeAll(SWITCH_OFF);
+
+        assertStock(image, "helm-custom-image-off", env, Map.of("/pulsar", image));
     }
 
     @Test
@@ -125,12 +152,56 @@ class DeploymentFormsIT {
         }
     }
 
-    /** The official image with deploy/docker/Dockerfile's layer on it. */
+    /**
+     * Applies {@code env} as {@link #assertPluginOn} does and checks that the broker runs stock:
+     * the plugin is not loaded, transactions work, and a retried commit of a committed
+     * transaction gets stock's answer, not found.
+     */
+    private static void assertStock(Path image, String name, Map<String, String> env, Map<String, Path> folders)
+            throws Exception {
+        Map<String, String> mapped = new LinkedHashMap<>();
+        env.forEach((key, value) -> mapped.put(key, inFolders(value, folders)));
+        applyConfigFromEnv(image.resolve("conf/broker.conf"), mapped);
+        applyConfigFromEnv(image.resolve("conf/standalone.conf"), mapped);
+        try (LocalPulsar pulsar = LocalPulsar.startFrom(image, name, Map.of(), mapped);
+             PulsarClient client = Txns.client(pulsar);
+             Producer<String> producer = Txns.producer(client, Txns.uniqueTopic(name));
+             RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
+            TxnID txn = Txns.committed(client, producer, "m");
+
+            assertThat(retry.commit(txn)).as("stock: an ended transaction is not found").isEqualTo(EndAnswer.NOT_FOUND);
+            assertThat(pulsar.output()).doesNotContain("Transaction outcome preserver");
+        }
+    }
+
+    /** An env file's variables ({@code docker run --env-file}: NAME=value lines, # comments). */
+    private static Map<String, String> envFile(Path file) throws IOException {
+        Map<String, String> env = new LinkedHashMap<>();
+        for (String line : Files.readAllLines(file)) {
+            String stripped = line.strip();
+            if (stripped.isEmpty() || stripped.startsWith("#")) {
+                continue;
+            }
+            String[] pair = stripped.split("=", 2);
+            env.put(pair[0], pair[1]);
+        }
+        return env;
+    }
+
+    private static List<String> concat(List<String> a, List<String> b) {
+        List<String> all = new ArrayList<>(a);
+        all.addAll(b);
+        return all;
+    }
+
+    /** The official image with deploy/docker/Dockerfile's layer on it: the jar, and no key. */
     private static Path dockerLayer() throws IOException, InterruptedException {
         Dockerfile dockerfile = dockerfile(DEPLOY.resolve("docker/Dockerfile"));
         assertThat(dockerfile.args()).as("the Dockerfile's defaults: this build's plugin, the release CI runs")
                 .containsEntry("PLUGIN_VERSION", VERSION)
                 .containsEntry("PULSAR_IMAGE", "apachepulsar/pulsar:" + PulsarDistribution.brokerVersion());
+        assertThat(dockerfile.env()).as("no key baked into the image: removing the keys given at run time switches off")
+                .isEmpty();
         Path image = officialImage("docker-layer");
         for (String[] copy : dockerfile.copies()) {
             Path target = inFolder(copy[1], "/pulsar", image);

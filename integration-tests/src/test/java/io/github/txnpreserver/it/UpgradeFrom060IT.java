@@ -49,12 +49,20 @@ class UpgradeFrom060IT {
             // 0.6.0 writes its records a group interval (1 s) after the ends: these are its records.
             Thread.sleep(5_000);
             pulsar.kill();
+            // The operator had tuned 0.6.0's block (whose header said edits are replaced): the
+            // upgrade keeps the value.
+            Path conf = home.resolve("conf/standalone.conf");
+            String tuned = java.nio.file.Files.readString(conf).replace("\ntransactionMetaPersistMaxMemoryInMB=64\n",
+                    "\ntransactionMetaPersistMaxMemoryInMB=48\n");
+            assertThat(tuned).contains("\ntransactionMetaPersistMaxMemoryInMB=48\n");
+            java.nio.file.Files.writeString(conf, tuned);
 
             PulsarDistribution.installThisBuild(home);
             pulsar.start();
 
             assertThat(pulsar.output()).contains("Transaction outcome preserver " + System.getProperty("txnpreserver.version")
                     + ": Pulsar ");
+            assertThat(pulsar.output()).contains("maxMemoryBytes=" + (48L << 20) + "]");
             try (PulsarClient client = Txns.client(pulsar); PulsarAdmin admin = Txns.admin(pulsar);
                  Producer<String> producer = Txns.producer(client, topic);
                  RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {

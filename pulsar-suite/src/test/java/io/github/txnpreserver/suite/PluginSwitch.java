@@ -106,11 +106,11 @@ public class PluginSwitch implements IExecutionListener {
                 }
                 String key = trimmed.substring(0, equals).strip();
                 String value = trimmed.substring(equals + 1).strip()
-                        .replace("@PROTOCOL_HANDLER_DIRECTORY@", handlerDirectory.toString())
-                        .replace("@MESSAGING_PROTOCOLS@", HANDLER_NAME)
-                        .replace("@ADDITIONAL_SERVLET_DIRECTORY@", handlerDirectory.toString())
-                        .replace("@ADDITIONAL_SERVLETS@", HANDLER_NAME)
-                        .replace("@PERSIST_COUNT@", System.getProperty("txnpreserver.suite.persistCount", "100"));
+                        .replace("@DIRECTORY@", handlerDirectory.toString())
+                        .replace("@LIST@", HANDLER_NAME);
+                if (key.equals("transactionMetaPersistCount")) {
+                    value = System.getProperty("txnpreserver.suite.persistCount", value);
+                }
                 if (!LEFT_TO_THE_TEST.contains(key)) {
                     keys.put(key, value);
                 }

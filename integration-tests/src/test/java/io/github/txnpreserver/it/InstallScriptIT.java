@@ -1,0 +1,111 @@
+package io.github.txnpreserver.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code broker-conf-overlay/install.sh} never overrides a value the operator set: on the first
+ * install, after an edit of its block, and on every run again (the upgrade step). Each case
+ * starts from a new copy of the official distribution.
+ */
+@DisplayName("install.sh keeps the operator's values")
+class InstallScriptIT {
+
+    private static final Path SCRIPT = PulsarDistribution.repoRoot().resolve("broker-conf-overlay/install.sh");
+
+    /**
+     * Tuning set before the first install (in both files) and inside the block afterwards
+     * survives two more runs, and the broker's startup line shows it in force.
+     */
+    @Test
+    void tuningBeforeAndInsideTheBlockSurvivesReinstallsAndIsInForce() throws Exception {
+        Path home = PulsarDistribution.freshCopy("install-tuning");
+        for (String file : List.of("broker.conf", "standalone.conf")) {
+            append(home.resolve("conf").resolve(file), "transactionMetaPersistMaxMemoryInMB=256");
+        }
+        PulsarDistribution.runInstall(SCRIPT, home);
+        for (String file : List.of("broker.conf", "standalone.conf")) {
+            Path conf = home.resolve("conf").resolve(file);
+            List<String> block = block(conf);
+            assertThat(block).as("the operator's key is not repeated in the block").noneMatch(line ->
+                    line.startsWith("transactionMetaPersistMaxMemoryInMB="));
+            assertThat(block).contains("transactionMetaPersistCount=100", "#transactionMetaPersistTimeInHour=72");
+            // The operator edits the block: a count of their own, a default uncommented and changed.
+            Files.writeString(conf, Files.readString(conf)
+                    .replace("\ntransactionMetaPersistCount=100\n", "\ntransactionMetaPersistCount=7\n")
+                    .replace("\n#transactionMetaPersistTimeInHour=72\n", "\ntransactionMetaPersistTimeInHour=0.5\n"));
+        }
+        String edited = Files.readString(home.resolve("conf/standalone.conf"));
+
+        PulsarDistribution.runInstall(SCRIPT, home);
+        PulsarDistribution.runInstall(SCRIPT, home);
+
+        assertThat(Files.readString(home.resolve("conf/standalone.conf"))).as("running it again changes nothing")
+                .isEqualTo(edited);
+        assertThat(block(home.resolve("conf/broker.conf")))
+                .contains("transactionMetaPersistCount=7", "transactionMetaPersistTimeInHour=0.5")
+                .noneMatch(line -> line.startsWith("transactionMetaPersistMaxMemoryInMB="));
+        try (LocalPulsar pulsar = LocalPulsar.startFrom(home, "install-tuning", Map.of(), Map.of())) {
+            assertThat(pulsar.output()).contains("configured: PreserverConfig[persistCountPerClient=7,"
+                    + " maxKeptPerCoordinator=100000, persistTime=PT30M, expireCheckInterval=PT5M,"
+                    + " stuckRedriveAfter=PT1M, maxMemoryBytes=268435456]");
+        }
+    }
+
+    /**
+     * Protocol handlers and servlets already listed stay listed, and a directory the operator
+     * set is where the archive goes; the block names neither directory then.
+     */
+    @Test
+    void theOperatorsListsAndDirectoriesAreKept() throws Exception {
+        Path home = PulsarDistribution.freshCopy("install-lists");
+        Path conf = home.resolve("conf/broker.conf");
+        append(conf, "messagingProtocols=kafka");
+        append(conf, "protocolHandlerDirectory=./my-handlers");
+        append(conf, "additionalServlets = prometheus-extra");
+
+        String output = PulsarDistribution.runInstall(SCRIPT, home);
+        PulsarDistribution.runInstall(SCRIPT, home);
+
+        List<String> block = block(conf);
+        assertThat(block).contains("messagingProtocols=kafka,txn-preserver",
+                        "additionalServlets=prometheus-extra,txn-preserver",
+                        "# protocolHandlerDirectory: set elsewhere in this file (./my-handlers); install.sh leaves it there")
+                .filteredOn(line -> line.startsWith("protocolHandlerDirectory=")).isEmpty();
+        assertThat(block).as("the servlets' directory defaults to the handlers' one")
+                .contains("additionalServletDirectory=" + home.resolve("my-handlers"));
+        assertThat(home.resolve("my-handlers/txn-preserver.nar")).isRegularFile();
+        assertThat(home.resolve("protocols/txn-preserver.nar")).doesNotExist();
+        assertThat(output).contains(home.resolve("my-handlers/txn-preserver.nar").toString());
+        assertThat(Files.readString(conf)).as("one block, however often it runs")
+                .containsOnlyOnce("# >>> txn-preserver overlay").containsOnlyOnce("# <<< txn-preserver overlay");
+    }
+
+    private static void append(Path conf, String line) throws Exception {
+        Files.writeString(conf, Files.readString(conf) + "\n" + line + "\n");
+    }
+
+    /** The lines between the block's markers. */
+    static List<String> block(Path conf) throws Exception {
+        List<String> lines = Files.readAllLines(conf);
+        int begin = -1;
+        int end = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).startsWith("# >>> txn-preserver overlay")) {
+                assertThat(begin).as("one block").isEqualTo(-1);
+                begin = i;
+            } else if (lines.get(i).equals("# <<< txn-preserver overlay")) {
+                end = i;
+            }
+        }
+        assertThat(begin).as("a block in " + conf).isNotNegative();
+        assertThat(end).isGreaterThan(begin);
+        return lines.subList(begin + 1, end);
+    }
+}
