@@ -81,7 +81,9 @@ class InstallScriptIT {
         assertThat(block).as("the servlets' directory defaults to the handlers' one")
                 .contains("additionalServletDirectory=" + home.resolve("my-handlers"));
         assertThat(home.resolve("my-handlers/txn-preserver.nar")).isRegularFile();
-        assertThat(home.resolve("protocols/txn-preserver.nar")).doesNotExist();
+        assertThat(block(home.resolve("conf/standalone.conf"))).as("each file by its own keys: none set here")
+                .contains("messagingProtocols=txn-preserver", "protocolHandlerDirectory=" + home.resolve("protocols"));
+        assertThat(home.resolve("protocols/txn-preserver.nar")).isRegularFile();
         assertThat(output).contains(home.resolve("my-handlers/txn-preserver.nar").toString());
         assertThat(Files.readString(conf)).as("one block, however often it runs")
                 .containsOnlyOnce("# >>> txn-preserver overlay").containsOnlyOnce("# <<< txn-preserver overlay");
