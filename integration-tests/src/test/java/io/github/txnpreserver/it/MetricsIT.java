@@ -69,6 +69,16 @@ class MetricsIT {
                 .as("one flush per end at most (ends of one flush share it)").isBetween(1.0, 6.0);
         assertThat(sample(metrics, "pulsar_txn_preserver_state_write_failures_total", "")).isZero();
         assertThat(sample(metrics, "pulsar_txn_preserver_restore_duration_seconds", "")).isGreaterThanOrEqualTo(0);
+        assertThat(sample(metrics, "pulsar_txn_preserver_restore_in_progress", "")).isZero();
+        assertThat(sample(metrics, "pulsar_txn_preserver_restore_malformed_records", "")).isZero();
+        assertThat(sample(metrics, "pulsar_txn_preserver_ends_waiting", "")).isBetween(0.0, 3.0);
+        assertThat(sample(metrics, "pulsar_txn_preserver_ends_waiting_limit", "")).isEqualTo(50_000);
+        // The broker's own series: the configured bound and retention (the overlay's defaults), and the build.
+        assertThat(brokerSample(metrics, "pulsar_txn_preserver_memory_bound_bytes", "")).isEqualTo(64.0 * 1024 * 1024);
+        assertThat(brokerSample(metrics, "pulsar_txn_preserver_retention_seconds", "")).isEqualTo(72.0 * 3600);
+        assertThat(brokerSample(metrics, "pulsar_txn_preserver_build_info", ",version=\""
+                + System.getProperty("txnpreserver.version") + "\",commit=\"" + commit(metrics) + "\",pulsar_version=\""
+                + PulsarDistribution.brokerVersion() + "\"")).isEqualTo(1);
         assertThat(metrics).as("stock coordinator metrics still exported").contains("pulsar_txn_active_count{").contains("pulsar_txn_committed_total{");
     }
 
@@ -108,6 +118,22 @@ class MetricsIT {
                 HttpResponse.BodyHandlers.ofString());
         assertThat(response.statusCode()).isEqualTo(200);
         return response.body();
+    }
+
+    /** The value of a broker-level sample of the standalone cluster, with extra labels as given. */
+    private static double brokerSample(String metrics, String name, String extraLabels) {
+        Matcher matcher = Pattern.compile("(?m)^" + Pattern.quote(name + "{cluster=\"standalone\"" + extraLabels)
+                + ",?\\} (\\S+)$").matcher(metrics);
+        assertThat(matcher.find()).as(name + extraLabels).isTrue();
+        return Double.parseDouble(matcher.group(1));
+    }
+
+    /** The commit build_info names: twelve hex digits, as the build took it from git. */
+    private static String commit(String metrics) {
+        Matcher matcher = Pattern.compile("pulsar_txn_preserver_build_info\\{[^}]*commit=\"([^\"]*)\"").matcher(metrics);
+        assertThat(matcher.find()).as("build_info").isTrue();
+        assertThat(matcher.group(1)).matches("[0-9a-f]{12}");
+        return matcher.group(1);
     }
 
     /** The value of a sample of coordinator 0 of the standalone cluster, with extra labels as given. */
