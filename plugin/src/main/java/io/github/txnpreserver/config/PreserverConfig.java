@@ -52,6 +52,17 @@ public record PreserverConfig(
     public static final long DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND = 60;
     /** 64 MiB: about 24 M outcomes with one owner role, 12 M with many (docs/DESIGN.md, "Cost"). */
     public static final long DEFAULT_MAX_MEMORY_IN_MB = 64;
+    /**
+     * The longest interval or delay a key may name, in seconds: a year. Longer ones mean
+     * "never" in practice, and past about 292 years in nanoseconds a scheduler's delay
+     * overflows (the opening would fail after the log's replay, leaking what it had opened).
+     */
+    public static final long MAX_SECONDS = 365L * 24 * 3600;
+    /**
+     * The longest retention, in hours: a hundred years, so that an end time plus the retention
+     * (the time until which an outcome stays known) cannot overflow.
+     */
+    public static final long MAX_PERSIST_TIME_IN_HOUR = 100L * 365 * 24;
     private static final long MIB = 1024 * 1024;
     /** 0.01 MiB: a few blocks of outcomes; small bounds exist for tests of the bound itself. */
     private static final long MIN_MEMORY_BYTES = MIB / 100;
@@ -89,9 +100,9 @@ public record PreserverConfig(
                 1, Integer.MAX_VALUE);
         Duration persistTime = readHours(properties, PERSIST_TIME_IN_HOUR, DEFAULT_PERSIST_TIME_IN_HOUR);
         long seconds = readLong(properties, EXPIRE_CHECK_INTERVAL_IN_SECOND, DEFAULT_EXPIRE_CHECK_INTERVAL_IN_SECOND,
-                1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
+                1, MAX_SECONDS);
         long stuckSeconds = readLong(properties, STUCK_REDRIVE_AFTER_IN_SECOND, DEFAULT_STUCK_REDRIVE_AFTER_IN_SECOND,
-                1, Duration.ofMillis(Long.MAX_VALUE).toSeconds());
+                1, MAX_SECONDS);
         long memoryBytes = readMebibytes(properties, MAX_MEMORY_IN_MB, DEFAULT_MAX_MEMORY_IN_MB);
         return new PreserverConfig(count, maxKept, persistTime, Duration.ofSeconds(seconds),
                 Duration.ofSeconds(stuckSeconds), memoryBytes);
@@ -122,8 +133,12 @@ public record PreserverConfig(
             throw new InvalidConfigException(key, text, "must be greater than 0");
         }
         BigDecimal millis = hours.multiply(BigDecimal.valueOf(Duration.ofHours(1).toMillis()));
-        if (millis.compareTo(BigDecimal.ONE) < 0 || millis.compareTo(BigDecimal.valueOf(Long.MAX_VALUE)) > 0) {
-            throw new InvalidConfigException(key, text, "must be between 1 ms and " + Long.MAX_VALUE + " ms");
+        if (millis.compareTo(BigDecimal.ONE) < 0) {
+            throw new InvalidConfigException(key, text, "must be at least 1 ms");
+        }
+        if (hours.compareTo(BigDecimal.valueOf(MAX_PERSIST_TIME_IN_HOUR)) > 0) {
+            throw new InvalidConfigException(key, text, "must be at most " + MAX_PERSIST_TIME_IN_HOUR
+                    + " (a hundred years)");
         }
         return Duration.ofMillis(millis.longValue());
     }

@@ -73,6 +73,11 @@ class PreserverConfigTest {
             "transactionMetaPersistTimeInHour, soon, is not a number of hours",
             "transactionMetaExpireCheckIntervalInSecond, 0, must be at least 1",
             "transactionMetaExpireCheckIntervalInSecond, 1.5, is not a whole number",
+            "transactionMetaExpireCheckIntervalInSecond, 31536001, must be at most 31536000",
+            "transactionMetaExpireCheckIntervalInSecond, 9300000000, must be at most 31536000",
+            "transactionMetaStuckRedriveAfterInSecond, 31536001, must be at most 31536000",
+            "transactionMetaPersistTimeInHour, 876001, must be at most 876000 (a hundred years)",
+            "transactionMetaPersistTimeInHour, 0.0000000001, must be at least 1 ms",
             "transactionMetaPersistMaxCountPerCoordinator, 0, must be at least 1",
             "transactionMetaStuckRedriveAfterInSecond, 0, must be at least 1",
             "transactionMetaPersistMaxMemoryInMB, 0, must be at least 0.01",
@@ -85,6 +90,21 @@ class PreserverConfigTest {
         assertThatThrownBy(() -> PreserverConfig.fromProperties(properties(key, value)))
                 .isInstanceOf(InvalidConfigException.class)
                 .hasMessage("Invalid broker configuration " + key + "=" + value + ": " + problem);
+    }
+
+    /** The largest values allowed open a coordinator: a scheduler can take each as a delay. */
+    @Test
+    void theLargestIntervalsAndRetentionAreAccepted() {
+        Properties largest = new Properties();
+        largest.setProperty("transactionMetaExpireCheckIntervalInSecond", "31536000");
+        largest.setProperty("transactionMetaStuckRedriveAfterInSecond", "31536000");
+        largest.setProperty("transactionMetaPersistTimeInHour", "876000");
+        PreserverConfig config = PreserverConfig.fromProperties(largest);
+
+        assertThat(config.expireCheckInterval().toNanos()).isEqualTo(31_536_000L * 1_000_000_000L);
+        assertThat(config.stuckRedriveAfter().toNanos()).isEqualTo(31_536_000L * 1_000_000_000L);
+        assertThat(System.currentTimeMillis() + config.persistTime().toMillis()).as("an end time plus the retention")
+                .isPositive();
     }
 
     @ParameterizedTest(name = "{0} MiB is {1} bytes")
