@@ -9,7 +9,11 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -31,6 +35,12 @@ import org.slf4j.LoggerFactory;
  * is finishing to (so no marker ever conflicts with the outcome), one re-drive at a time,
  * and a failed re-drive is tried again after an exponential backoff from 1 s to 5 min.
  *
+ * <p>Many transactions get stuck at once when the state topic was out long enough for
+ * terminal steps to be refused: each re-drive sends its markers to every partition of its
+ * transaction again. So at most {@link #MAX_CONCURRENT_REDRIVES} re-drives of a coordinator
+ * are in flight, the longest stuck first, and none starts while terminal steps are still
+ * refused (its markers would be sent only for its terminal step to be refused again).
+ *
  * <p>Not thread-safe: {@link #scan} runs on the coordinator's thread (its {@link Scheduler});
  * re-drive completions hop back onto it.
  */
@@ -39,6 +49,11 @@ public final class StuckTransactionRedriver {
     private static final Logger log = LoggerFactory.getLogger(StuckTransactionRedriver.class);
     static final long FIRST_BACKOFF_MILLIS = 1_000;
     static final long MAX_BACKOFF_MILLIS = 300_000;
+    /**
+     * Re-drives of one coordinator in flight at once: a few partitions' markers each, a small
+     * load beside the coordinator's clients, and a backlog of thousands drains in minutes.
+     */
+    static final int MAX_CONCURRENT_REDRIVES = 8;
 
     /** Ends a transaction through the broker's end-transaction chain. */
     @FunctionalInterface
@@ -49,28 +64,39 @@ public final class StuckTransactionRedriver {
     private final long coordinatorId;
     private final Supplier<Collection<TxnMeta>> finishingTransactions;
     private final Predicate<TxnID> endInFlight;
+    private final BooleanSupplier endsRefused;
     private final EndRequester endRequester;
     private final Scheduler scheduler;
     private final long stuckAfterMillis;
     private final PreserverStats stats;
     private final Map<TxnID, Tracked> tracked = new HashMap<>();
 
+    /**
+     * @param endsRefused whether the coordinator refuses terminal steps now (too many ends wait
+     *     for the state topic): no re-drive starts then
+     */
     public StuckTransactionRedriver(long coordinatorId, Supplier<Collection<TxnMeta>> finishingTransactions,
-                                    Predicate<TxnID> endInFlight, EndRequester endRequester, Scheduler scheduler,
-                                    Duration stuckAfter, PreserverStats stats) {
+                                    Predicate<TxnID> endInFlight, BooleanSupplier endsRefused,
+                                    EndRequester endRequester, Scheduler scheduler, Duration stuckAfter,
+                                    PreserverStats stats) {
         this.coordinatorId = coordinatorId;
         this.finishingTransactions = finishingTransactions;
         this.endInFlight = endInFlight;
+        this.endsRefused = endsRefused;
         this.endRequester = endRequester;
         this.scheduler = scheduler;
         this.stuckAfterMillis = stuckAfter.toMillis();
         this.stats = stats;
     }
 
-    /** One pass: notes finishing transactions, forgets finished ones, re-drives stuck ones. */
+    /**
+     * One pass: notes finishing transactions, forgets finished ones, re-drives stuck ones, the
+     * longest stuck first, up to the bound of re-drives in flight.
+     */
     public void scan() {
         long now = scheduler.millis();
         Set<TxnID> stillFinishing = new HashSet<>();
+        List<Due> due = new ArrayList<>();
         for (TxnMeta meta : finishingTransactions.get()) {
             Outcome outcome = Outcome.of(meta.status());
             if (outcome == null) {
@@ -80,10 +106,37 @@ public final class StuckTransactionRedriver {
             stillFinishing.add(txnId);
             Tracked state = tracked.computeIfAbsent(txnId, id -> new Tracked(now));
             if (isDue(txnId, state, now)) {
-                redrive(txnId, outcome, state);
+                due.add(new Due(txnId, outcome, state));
             }
         }
         tracked.keySet().removeIf(txnId -> !stillFinishing.contains(txnId) && !tracked.get(txnId).inFlight);
+        if (due.isEmpty()) {
+            return;
+        }
+        if (endsRefused.getAsBoolean()) {
+            log.info("Coordinator {}: {} stuck transactions wait to be re-driven until its terminal steps are no"
+                    + " longer refused (too many ends wait for the state topic)", coordinatorId, due.size());
+            return;
+        }
+        int free = MAX_CONCURRENT_REDRIVES - inFlight();
+        due.sort(Comparator.comparingLong((Due d) -> d.state.firstSeenMillis)
+                .thenComparingLong(d -> d.txnId.getLeastSigBits()));
+        for (Due next : due.subList(0, Math.max(0, Math.min(free, due.size())))) {
+            redrive(next.txnId, next.outcome, next.state);
+        }
+    }
+
+    private int inFlight() {
+        int count = 0;
+        for (Tracked state : tracked.values()) {
+            if (state.inFlight) {
+                count++;
+            }
+        }
+        return count;
+    }
+
+    private record Due(TxnID txnId, Outcome outcome, Tracked state) {
     }
 
     /** Transactions currently tracked as finishing, for tests and diagnostics. */

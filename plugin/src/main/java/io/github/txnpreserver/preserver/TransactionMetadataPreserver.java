@@ -225,6 +225,11 @@ public final class TransactionMetadataPreserver {
         return queue.waiting() - queue.waitingForHeld();
     }
 
+    /** Terminal steps are refused now: {@link #MAX_UNDURABLE_ENDS} ended transactions wait for the state topic. */
+    public boolean refusesEnds() {
+        return endsWaiting() >= MAX_UNDURABLE_ENDS;
+    }
+
     /** A restore from the state topic is in progress: lookups of ended transactions wait for it. */
     public boolean restoring() {
         return stats.restoring;

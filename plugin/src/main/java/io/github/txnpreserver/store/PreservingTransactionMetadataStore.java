@@ -122,7 +122,8 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      */
     public void startCleanup(StuckTransactionRedriver.EndRequester endRequester, Duration stuckAfter) {
         StuckTransactionRedriver redriver = new StuckTransactionRedriver(getTransactionCoordinatorID().getId(),
-                this::finishingTransactions, this::isEndActive, endRequester, preserver.scheduler(), stuckAfter,
+                this::finishingTransactions, this::isEndActive, preserver::refusesEnds, endRequester,
+                preserver.scheduler(), stuckAfter,
                 preserver.stats());
         Duration interval = stuckAfter.compareTo(MAX_CLEANUP_INTERVAL) < 0 ? stuckAfter : MAX_CLEANUP_INTERVAL;
         preserver.every(interval, redriver::scan);

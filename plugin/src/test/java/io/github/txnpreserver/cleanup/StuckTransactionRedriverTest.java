@@ -25,7 +25,7 @@ class StuckTransactionRedriverTest {
     private final CoordinatorHarness coordinator = CoordinatorHarness.start(10, 100);
     private final StuckTransactionRedriver redriver = new StuckTransactionRedriver(CoordinatorHarness.TC_ID,
             coordinator.store()::finishingTransactions, coordinator.store()::isEndActive,
-            coordinator::endThroughBroker, coordinator.scheduler(), STUCK_AFTER, coordinator.preserver().stats());
+            coordinator.preserver()::refusesEnds, coordinator::endThroughBroker, coordinator.scheduler(), STUCK_AFTER, coordinator.preserver().stats());
 
     @AfterEach
     void close() {
@@ -183,5 +183,100 @@ class StuckTransactionRedriverTest {
         scan();
         await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
         assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(1);
+    }
+
+    /**
+     * Review of 3e78710 (issue 38): after a state-topic outage every refused transaction was
+     * stuck at once and every one re-driven at once, each sending its markers to all its
+     * partitions. Now at most the bound are in flight, the longest stuck first; the rest wait
+     * for the next pass.
+     */
+    @Test
+    void reDrivesAtMostTheBoundAtOnceTheLongestStuckFirst() {
+        int stuck = StuckTransactionRedriver.MAX_CONCURRENT_REDRIVES + 3;
+        // Opened in one order, stuck in the other: the longest stuck is the newest transaction.
+        java.util.List<TxnID> opened = new java.util.ArrayList<>();
+        for (int i = 0; i < stuck; i++) {
+            TxnID txn = coordinator.open("alice");
+            coordinator.produce(txn, PARTITION);
+            opened.add(txn);
+        }
+        coordinator.refuseMarkers(PARTITION);
+        java.util.List<TxnID> txns = new java.util.ArrayList<>(opened);
+        java.util.Collections.reverse(txns);
+        for (TxnID txn : txns) {
+            assertThat(failureOf(coordinator.commit(txn, "alice"))).hasMessageContaining("refused");
+            scan();
+            coordinator.clock().advance(Duration.ofSeconds(1));
+        }
+        coordinator.acceptMarkers(PARTITION);
+        coordinator.holdMarkers(PARTITION);
+        coordinator.clock().advance(STUCK_AFTER);
+
+        scan();
+        scan();
+
+        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(
+                StuckTransactionRedriver.MAX_CONCURRENT_REDRIVES);
+        assertThat(coordinator.heldMarkerCount()).isEqualTo(StuckTransactionRedriver.MAX_CONCURRENT_REDRIVES);
+        for (int i = 0; i < stuck; i++) {
+            assertThat(coordinator.markerCount("COMMIT", PARTITION, txns.get(i)))
+                    .as("transaction %d, %s", i, i < StuckTransactionRedriver.MAX_CONCURRENT_REDRIVES
+                            ? "among the longest stuck" : "waiting for a free slot")
+                    .isEqualTo(i < StuckTransactionRedriver.MAX_CONCURRENT_REDRIVES ? 1 : 0);
+        }
+
+        coordinator.releaseMarkers(PARTITION);
+        for (int i = 0; i < StuckTransactionRedriver.MAX_CONCURRENT_REDRIVES; i++) {
+            TxnID first = txns.get(i);
+            await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(first) == Resolution.KEPT);
+        }
+        scan();
+
+        for (int i = StuckTransactionRedriver.MAX_CONCURRENT_REDRIVES; i < stuck; i++) {
+            TxnID rest = txns.get(i);
+            await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(rest) == Resolution.KEPT);
+            assertThat(coordinator.markerCount("COMMIT", PARTITION, rest)).isEqualTo(1);
+        }
+        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(stuck);
+    }
+
+    /**
+     * Review of 3e78710 (issue 38): while terminal steps are refused (too many ends wait for the
+     * state topic), a re-drive sends its markers only for its terminal step to be refused again.
+     * None starts then; once the topic takes writes again, they do.
+     */
+    @Test
+    void startsNoReDriveWhileTerminalStepsAreRefused() {
+        TxnID txn = stuckCommit();
+        coordinator.acceptMarkers(PARTITION);
+        scan();
+        coordinator.stateTopic().failNextWrites(Integer.MAX_VALUE);
+        coordinator.preserver().keepFromLog(new TxnID(CoordinatorHarness.TC_ID, 1_000), Outcome.COMMITTED, null,
+                CoordinatorHarness.START_MILLIS);
+        for (int i = 0; i < TransactionMetadataPreserver.MAX_UNDURABLE_ENDS; i++) {
+            coordinator.preserver().afterOutcomeDurable(1_000, () -> { });
+        }
+        coordinator.settle();
+        assertThat(coordinator.preserver().refusesEnds()).isTrue();
+
+        coordinator.clock().advance(STUCK_AFTER.multipliedBy(3));
+        scan();
+        scan();
+
+        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isZero();
+        assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).as("no marker sent (the client's was refused)")
+                .isZero();
+        assertThat(resolutionOf(txn)).isEqualTo(Resolution.FINISHING);
+
+        coordinator.stateTopic().failNextWrites(0);
+        coordinator.scheduler().advance(Duration.ofSeconds(10));
+        coordinator.settle();
+        assertThat(coordinator.preserver().refusesEnds()).isFalse();
+        scan();
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> resolutionOf(txn) == Resolution.KEPT);
+        assertThat(coordinator.preserver().stats().stuckRedrives.sum()).isEqualTo(1);
+        assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isEqualTo(1);
     }
 }

@@ -99,6 +99,7 @@ class EndStepsTest {
         TxnID txn = commitWhoseTerminalStepThrew();
         StuckTransactionRedriver redriver = new StuckTransactionRedriver(CoordinatorHarness.TC_ID,
                 coordinator.store()::finishingTransactions, coordinator.store()::isEndActive,
+                coordinator.preserver()::refusesEnds,
                 coordinator::endThroughBroker, coordinator.scheduler(), STUCK_AFTER, coordinator.preserver().stats());
         coordinator.scheduler().execute(redriver::scan);
         coordinator.settle();
