@@ -59,84 +59,128 @@ fi
 plugin_jar="${jars[0]}"
 version="$(basename "$plugin_jar" .jar)"; version="${version#pulsar-txn-preserver-}"
 
-# A key's value in a config file, as the broker reads it (the last one wins), either outside
-# our block or inside it: prints "=value" if the key is set there, nothing if not.
+# A key's value in a config file as the broker reads it (java.util.Properties: the key ends at
+# the first '=', ':' or blank; a line ending in a backslash goes on on the next line; the last
+# occurrence wins). Prints "inside=value" or "outside=value" for where that last occurrence is
+# (inside our block or not), nothing if the key is set nowhere.
 lookup() {
-    local key="$1" where="$2" file="$3"
-    awk -v begin="$BEGIN_MARK" -v old_begin="$OLD_BEGIN_MARK" -v end="$END_MARK" -v key="$key" -v where="$where" '
-        $0 == begin || $0 == old_begin { inside = 1; next }
-        $0 == end { inside = 0; next }
-        (where == "inside") != (inside == 1) { next }
+    local key="$1" file="$2"
+    awk -v begin="$BEGIN_MARK" -v old_begin="$OLD_BEGIN_MARK" -v end="$END_MARK" -v key="$key" '
+        function marker(text) { sub(/[ \t\r]+$/, "", text); return text }
         {
             line = $0
+            sub(/\r$/, "", line)
+            if (pending != "") { sub(/^[ \t]+/, "", line); line = pending line; pending = "" }
+            if (line !~ /^[ \t]*[#!]/ && line ~ /(^|[^\\])(\\\\)*\\$/) { pending = substr(line, 1, length(line) - 1); next }
+        }
+        marker(line) == begin || marker(line) == old_begin { inside = 1; next }
+        marker(line) == end { inside = 0; next }
+        {
             sub(/^[ \t]+/, "", line)
             if (substr(line, 1, length(key)) != key) next
             rest = substr(line, length(key) + 1)
-            if (rest !~ /^[ \t]*[=:]/) next
-            sub(/^[ \t]*[=:][ \t]*/, "", rest); sub(/[ \t\r]+$/, "", rest)
-            value = rest; found = 1
+            if (rest ~ /^[ \t]*[=:]/) sub(/^[ \t]*[=:][ \t]*/, "", rest)
+            else if (rest ~ /^[ \t]+/ || rest == "") sub(/^[ \t]+/, "", rest)
+            else next
+            sub(/[ \t]+$/, "", rest)
+            value = rest; where = inside ? "inside" : "outside"; found = 1
         }
-        END { if (found) print "=" value }' "$file"
+        END { if (found) print where "=" value }' "$file"
 }
+
+# The value of a lookup, without where it is.
+value_of() { echo "${1#*=}"; }
 
 # Relative paths are relative to PULSAR_HOME, where bin/pulsar is normally started.
 absolute() {
     case "$1" in /*) echo "$1" ;; *) echo "$pulsar_home/${1#./}" ;; esac
 }
 
-# A directory key: the operator's value outside the block, else ours (an earlier block's value
-# is install.sh's own, for the PULSAR_HOME of that time: computed again).
+# A directory key: the value in force (the operator's, or one edited into our block), made
+# absolute, else ours.
 directory() {
-    local key="$1" conf="$2" default="$3" value
-    value="$(lookup "$key" outside "$conf")"
-    if [ -n "${value#=}" ]; then absolute "${value#=}"; else echo "$default"; fi
+    local key="$1" conf="$2" default="$3" found
+    found="$(lookup "$key" "$conf")"
+    if [ -n "$found" ] && [ -n "$(value_of "$found")" ]; then absolute "$(value_of "$found")"; else echo "$default"; fi
 }
 
 # A comma-separated list: the values set outside the block and inside it, and ours, each once.
 merged_list() {
-    local key="$1" conf="$2" outside inside
-    outside="$(lookup "$key" outside "$conf")"; inside="$(lookup "$key" inside "$conf")"
-    printf '%s,%s,%s' "${outside#=}" "${inside#=}" "$HANDLER_NAME" | tr ',' '\n' \
-        | sed -e 's/^[ \t]*//' -e 's/[ \t]*$//' | awk 'NF && !seen[$0]++' | paste -sd, -
+    local key="$1" conf="$2"
+    printf '%s,%s,%s' "$(lookup_everywhere "$key" outside "$conf")" "$(lookup_everywhere "$key" inside "$conf")" \
+        "$HANDLER_NAME" | tr ',' '\n' | sed -e 's/^[ \t]*//' -e 's/[ \t]*$//' | awk 'NF && !seen[$0]++' | paste -sd, -
+}
+
+# The last value of a key among the lines outside our block, or inside it.
+lookup_everywhere() {
+    local key="$1" where="$2" file="$3" tmp found
+    tmp="$(mktemp)"
+    awk -v begin="$BEGIN_MARK" -v old_begin="$OLD_BEGIN_MARK" -v end="$END_MARK" -v where="$where" '
+        function marker(text) { sub(/[ \t\r]+$/, "", text); return text }
+        marker($0) == begin || marker($0) == old_begin { inside = 1; next }
+        marker($0) == end { inside = 0; next }
+        (where == "inside") == (inside == 1) { print }' "$file" > "$tmp"
+    found="$(lookup "$key" "$tmp")"
+    rm -f "$tmp"
+    value_of "$found"
+}
+
+# Our block's marker lines, compared as the broker would not care: trailing blanks and a CR
+# ignored. A begin marker without its end would make the rest of the file look like our block:
+# refused, the file unchanged.
+check_markers() {
+    awk -v begin="$BEGIN_MARK" -v old_begin="$OLD_BEGIN_MARK" -v end="$END_MARK" -v file="$1" '
+        function marker(text) { sub(/[ \t\r]+$/, "", text); return text }
+        marker($0) == begin || marker($0) == old_begin { if (open) bad = "two begin markers"; open = 1; opened = NR; next }
+        marker($0) == end { if (!open) bad = "an end marker without a begin marker"; open = 0; next }
+        END {
+            if (open) bad = "its begin marker at line " opened " has no end marker (\"" end "\")"
+            if (bad != "") { print "install.sh: " file ": the txn-preserver block is damaged: " bad "; repair it by hand (or delete the block) and run install.sh again" > "/dev/stderr"; exit 1 }
+        }' "$1"
 }
 
 # Directories from broker.conf (the broker's own file; standalone.conf is handled alike below).
 handlers_dir="$(directory protocolHandlerDirectory "$pulsar_home/conf/broker.conf" "$pulsar_home/protocols")"
 servlets_dir="$(directory additionalServletDirectory "$pulsar_home/conf/broker.conf" "$handlers_dir")"
 
+# Both files checked before anything is changed.
+check_markers "$pulsar_home/conf/broker.conf" || exit 1
+check_markers "$pulsar_home/conf/standalone.conf" || exit 1
+
 # lib/: replace any earlier version of the plugin.
-rm -f "$pulsar_home"/lib/io.github.txnpreserver-pulsar-txn-preserver-*.jar
+rm -f "$pulsar_home"/lib/io.github.txnpreserver-pulsar-txn-preserver-*.jar "$pulsar_home/lib/io.github.txnpreserver-pulsar-txn-preserver.jar"
 cp "$plugin_jar" "$pulsar_home/lib/io.github.txnpreserver-pulsar-txn-preserver-$version.jar"
 
 # The block of one config file, from the overlay: see the rules at the top.
 block() {
-    local conf="$1" line key outside inside
+    local conf="$1" line key found
     while IFS= read -r line || [ -n "$line" ]; do
         if [[ "$line" =~ ^#?([A-Za-z][A-Za-z0-9]*)=(.*)$ ]]; then
             key="${BASH_REMATCH[1]}"
         else
             echo "$line"; continue
         fi
-        outside="$(lookup "$key" outside "$conf")"
-        inside="$(lookup "$key" inside "$conf")"
+        found="$(lookup "$key" "$conf")"
         case "$key" in
             transactionCoordinatorEnabled|transactionMetadataStoreProviderClassName)
                 echo "$line" ;;
             messagingProtocols|additionalServlets)
                 echo "$key=$(merged_list "$key" "$conf")" ;;
             protocolHandlerDirectory|additionalServletDirectory)
-                if [ -n "$outside" ]; then
-                    echo "# $key: set elsewhere in this file (${outside#=}); install.sh leaves it there"
+                if [ "${found%%=*}" = outside ]; then
+                    echo "# $key: set elsewhere in this file ($(value_of "$found")); install.sh leaves it there"
                 elif [ "$key" = protocolHandlerDirectory ]; then
                     echo "$key=$(directory "$key" "$conf" "$pulsar_home/protocols")"
                 else
                     echo "$key=$(directory "$key" "$conf" "$(directory protocolHandlerDirectory "$conf" "$pulsar_home/protocols")")"
                 fi ;;
             *)
-                if [ -n "$outside" ]; then
-                    echo "# $key: set elsewhere in this file (${outside#=}); install.sh leaves it there"
-                elif [ -n "$inside" ]; then
-                    echo "$key=${inside#=}"
+                # The value in force stays in force: the operator's line outside the block if it
+                # is the last one, else the block's own (edited or uncommented) line.
+                if [ "${found%%=*}" = outside ]; then
+                    echo "# $key: set elsewhere in this file ($(value_of "$found")); install.sh leaves it there"
+                elif [ -n "$found" ]; then
+                    echo "$key=$(value_of "$found")"
                 else
                     echo "$line"
                 fi ;;
@@ -155,8 +199,9 @@ install_overlay() {
     {
         # The file without our earlier block; its last line ended (the shipped files' last does not).
         awk -v begin="$BEGIN_MARK" -v old_begin="$OLD_BEGIN_MARK" -v end="$END_MARK" '
-            $0 == begin || $0 == old_begin { skip = 1; next }
-            $0 == end { skip = 0; next }
+            function marker(text) { sub(/[ \t\r]+$/, "", text); return text }
+            marker($0) == begin || marker($0) == old_begin { skip = 1; next }
+            marker($0) == end { skip = 0; next }
             !skip { print }' "$conf"
         echo "$BEGIN_MARK"
         block "$conf"
@@ -168,8 +213,7 @@ install_overlay() {
 
 # An earlier version's interceptor archive: loaded by nothing now (its keys were in the
 # marked block), removed so that no old code stays beside the new.
-interceptors_dir="$(lookup brokerInterceptorsDirectory outside "$pulsar_home/conf/broker.conf")"
-interceptors_dir="${interceptors_dir#=}"
+interceptors_dir="$(lookup_everywhere brokerInterceptorsDirectory outside "$pulsar_home/conf/broker.conf")"
 rm -f "$(absolute "${interceptors_dir:-./interceptors}")/$HANDLER_NAME.nar" "$pulsar_home/interceptors/$HANDLER_NAME.nar"
 
 install_overlay "$pulsar_home/conf/broker.conf"

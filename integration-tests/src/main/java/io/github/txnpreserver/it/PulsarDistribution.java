@@ -130,6 +130,18 @@ public final class PulsarDistribution {
         return stock;
     }
 
+    /**
+     * The commit the build names in the plugin's startup line and build_info, found the way the
+     * build finds it (git rev-parse on the sources): "unknown" where the sources are no git checkout.
+     */
+    public static String expectedCommit() throws IOException, InterruptedException {
+        Process git = new ProcessBuilder("git", "rev-parse", "--short=12", "HEAD").directory(repoRoot().toFile())
+                .redirectErrorStream(false).start();
+        String out = new String(git.getInputStream().readAllBytes()).strip();
+        boolean done = git.waitFor(1, TimeUnit.MINUTES);
+        return done && git.exitValue() == 0 && !out.isEmpty() ? out : "unknown";
+    }
+
     public static Path repoRoot() {
         return Paths.get(requiredProperty("txnpreserver.repo.root")).toAbsolutePath().normalize();
     }

@@ -1,6 +1,7 @@
 package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -87,6 +88,58 @@ class InstallScriptIT {
         assertThat(output).contains(home.resolve("my-handlers/txn-preserver.nar").toString());
         assertThat(Files.readString(conf)).as("one block, however often it runs")
                 .containsOnlyOnce("# >>> txn-preserver overlay").containsOnlyOnce("# <<< txn-preserver overlay");
+    }
+
+    /**
+     * The value in force stays in force whichever way the file sets it (review of issue 37): a
+     * value edited into the block over one set above it, a directory edited into the block,
+     * the blank separator and a continued line java.util.Properties reads too.
+     */
+    @Test
+    void theValueInForceStaysInForceWhateverTheFormOfTheFile() throws Exception {
+        Path home = PulsarDistribution.freshCopy("install-forms");
+        Path conf = home.resolve("conf/broker.conf");
+        String shipped = Files.readString(conf);
+
+        // Set above, then edited in the block: the block's value was in force and stays so.
+        append(conf, "transactionMetaPersistMaxMemoryInMB=256");
+        PulsarDistribution.runInstall(SCRIPT, home);
+        Files.writeString(conf, Files.readString(conf).replaceFirst(
+                "(?m)^# transactionMetaPersistMaxMemoryInMB: set elsewhere.*$", "transactionMetaPersistMaxMemoryInMB=512"));
+        // A directory and a list edited in the block.
+        Path handlers = home.resolve("my-handlers");
+        Files.writeString(conf, Files.readString(conf)
+                .replaceFirst("(?m)^protocolHandlerDirectory=.*$", "protocolHandlerDirectory=" + handlers)
+                .replaceFirst("(?m)^messagingProtocols=txn-preserver$", "messagingProtocols=kafka,txn-preserver"));
+        PulsarDistribution.runInstall(SCRIPT, home);
+        PulsarDistribution.runInstall(SCRIPT, home);
+
+        assertThat(block(conf)).contains("transactionMetaPersistMaxMemoryInMB=512", "protocolHandlerDirectory=" + handlers,
+                "messagingProtocols=kafka,txn-preserver");
+        assertThat(handlers.resolve("txn-preserver.nar")).isRegularFile();
+
+        // The blank separator, and a list continued on the next line.
+        Files.writeString(conf, shipped + "\ntransactionMetaPersistCount 5\nmessagingProtocols=kafka,\\\n    mqtt\n");
+        PulsarDistribution.runInstall(SCRIPT, home);
+
+        assertThat(block(conf)).contains("messagingProtocols=kafka,mqtt,txn-preserver",
+                "# transactionMetaPersistCount: set elsewhere in this file (5); install.sh leaves it there");
+    }
+
+    /** A block whose end marker was damaged: nothing is changed, and the error says what to repair. */
+    @Test
+    void aDamagedBlockIsRefusedAndNothingChanged() throws Exception {
+        Path home = PulsarDistribution.freshCopy("install-damaged");
+        Path conf = home.resolve("conf/broker.conf");
+        PulsarDistribution.runInstall(SCRIPT, home);
+        Files.writeString(conf, Files.readString(conf).replace("# <<< txn-preserver overlay\n", "")
+                + "webServicePort=8081\n");
+        String damaged = Files.readString(conf);
+
+        assertThatThrownBy(() -> PulsarDistribution.runInstall(SCRIPT, home))
+                .hasMessageContaining("the txn-preserver block is damaged: its begin marker at line")
+                .hasMessageContaining("has no end marker");
+        assertThat(Files.readString(conf)).isEqualTo(damaged);
     }
 
     private static void append(Path conf, String line) throws Exception {

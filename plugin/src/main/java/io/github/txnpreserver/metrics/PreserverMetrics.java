@@ -158,6 +158,8 @@ public final class PreserverMetrics extends Collector {
         Family restoring = new Family("pulsar_txn_preserver_restore_in_progress", Type.GAUGE,
                 "1 while the coordinator restores its kept outcomes from its state topic (lookups of ended"
                         + " transactions wait), 0 after");
+        Family restoreEnd = new Family("pulsar_txn_preserver_restore_end_time_seconds", Type.GAUGE,
+                "When the coordinator's last restore ended, in seconds since the epoch; 0 before it ends");
         Family restoreMalformed = new Family("pulsar_txn_preserver_restore_malformed_records", Type.GAUGE,
                 "Malformed state-topic records the coordinator's last restore skipped (each restore skips them"
                         + " again until compaction or a newer record removes them)");
@@ -202,6 +204,7 @@ public final class PreserverMetrics extends Collector {
             malformed.add(labels, stats.malformedRecords.sum());
             restoreSeconds.add(labels, preserver.restoreSeconds());
             restoring.add(labels, preserver.restoring() ? 1 : 0);
+            restoreEnd.add(labels, stats.restoreEndMillis / 1000.0);
             restoreMalformed.add(labels, stats.restoreMalformedRecords);
             waiting.add(labels, preserver.endsWaiting());
             waitingLimit.add(labels, TransactionMetadataPreserver.MAX_UNDURABLE_ENDS);
@@ -214,7 +217,7 @@ public final class PreserverMetrics extends Collector {
         for (Family family : List.of(kept, clients, answered, timeoutAborts, commitsAfterTimeout, lookups, evictions, window, memory, floor, expirations,
                 cold, coldReads, coldReadLatency, coldLost, writes,
                 writeFailures, malformed, restoreSeconds, restoreRecords, redrives,
-                writerReplacements, refused, waiting, waitingLimit, restoring, restoreMalformed, memoryBound,
+                writerReplacements, refused, waiting, waitingLimit, restoring, restoreEnd, restoreMalformed, memoryBound,
                 retention, build)) {
             families.add(family.build());
         }

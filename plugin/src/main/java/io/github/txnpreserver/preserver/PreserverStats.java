@@ -16,6 +16,8 @@ public final class PreserverStats {
     public volatile long restoreMillis;
     /** When the restore in progress began ({@code Scheduler#nanoTime}); meaningful while {@link #restoring}. */
     public volatile long restoreStartNanos;
+    /** When the last restore ended, wall-clock millis; 0 before the first. */
+    public volatile long restoreEndMillis;
     /** A restore from the state topic is in progress. */
     public volatile boolean restoring;
     /** Malformed records the last restore skipped (the topic keeps them: each restore skips them again). */

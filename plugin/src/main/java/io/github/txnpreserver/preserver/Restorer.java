@@ -37,7 +37,7 @@ final class Restorer {
     /** What the coordinator does with a read that succeeded: one merge. */
     @FunctionalInterface
     interface ReadDone {
-        void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long startNanos);
+        void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes);
     }
 
     private final long coordinatorId;
@@ -80,7 +80,6 @@ final class Restorer {
             return;
         }
         phase = Phase.READING;
-        long startNanos = scheduler.nanoTime();
         // Read at each attempt: this coordinator may have allocated more since the last one.
         long maxBlock = BlockRecordCodec.blockOf(Math.max(0, highestSequence.getAsLong()));
         Collector collector = new Collector(maxBlock, new RestoredBlocks(hotBytes.getAsLong(), perClient));
@@ -91,14 +90,14 @@ final class Restorer {
         } catch (RuntimeException e) {
             read = CompletableFuture.failedFuture(e);
         }
-        read.whenComplete((ignored, error) -> scheduler.execute(() -> readDone(collector, error, startNanos)));
+        read.whenComplete((ignored, error) -> scheduler.execute(() -> readDone(collector, error)));
     }
 
     void close() {
         phase = Phase.CLOSED;
     }
 
-    private void readDone(Collector collector, Throwable error, long startNanos) {
+    private void readDone(Collector collector, Throwable error) {
         if (phase != Phase.READING) {
             return;
         }
@@ -107,7 +106,7 @@ final class Restorer {
             // Counted once, for the read that is kept (a failed read is read again whole).
             stats.malformedRecords.add(collector.malformed);
             stats.restoreMalformedRecords = collector.malformed;
-            done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes, startNanos);
+            done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes);
             return;
         }
         phase = Phase.WAITING;

@@ -222,7 +222,8 @@ public final class TransactionMetadataPreserver {
      * it: a bound, not an exact count.
      */
     public int endsWaiting() {
-        return queue.waiting() - queue.waitingForHeld();
+        // Two fields read apart from their writer: never below 0.
+        return Math.max(0, queue.waiting() - queue.waitingForHeld());
     }
 
     /** Terminal steps are refused now: {@link #MAX_UNDURABLE_ENDS} ended transactions wait for the state topic. */
@@ -386,8 +387,7 @@ public final class TransactionMetadataPreserver {
 
     // ---- restore, expiry, pacing
 
-    private void finishRestore(RestoredBlocks read, long records, long blockRecords, long blockBytes,
-                               long startNanos) {
+    private void finishRestore(RestoredBlocks read, long records, long blockRecords, long blockBytes) {
         if (thread.isClosed()) {
             return;
         }
@@ -403,7 +403,9 @@ public final class TransactionMetadataPreserver {
         }
         queue.holdReleased(index::isHeld);
         stats.restoredRecords = records;
-        stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - startNanos);
+        // From the restore's start, its failed reads and their waits included: what lookups waited.
+        stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - stats.restoreStartNanos);
+        stats.restoreEndMillis = scheduler.millis();
         stats.restoring = false;
         index.expire(scheduler.millis());
         pacing.recordsRead(blockRecords, blockBytes);

@@ -256,16 +256,20 @@ class PreserverMetricsTest {
         }
     }
 
+    /** The duration counts from the restore's start: its failed first read and the wait before the next included. */
     @Test
     void aRestoreInProgressIsExportedWithItsTimeSoFarAndThenItsDuration() {
         ManualScheduler scheduler = new ManualScheduler(START_MILLIS);
         CompletableFuture<Void> read = new CompletableFuture<>();
+        java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(3,
                 new PreserverConfig(2, 100, Duration.ofHours(1), Duration.ofSeconds(60), Duration.ofSeconds(60)),
                 new DurableAtOnceTopic() {
                     @Override
                     public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-                        return read;
+                        return reads.getAndIncrement() == 0
+                                ? CompletableFuture.failedFuture(new IllegalStateException("topic unavailable"))
+                                : read;
                     }
                 }, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
         PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(preserver));
@@ -280,6 +284,10 @@ class PreserverMetricsTest {
             assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_duration_seconds")).as("so far")
                     .isEqualTo(7.0);
 
+            assertThat(reads.get()).as("read again after the failed read").isEqualTo(2);
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_end_time_seconds")).as("none ended yet")
+                    .isZero();
+
             read.complete(null);
             scheduler.runReady();
             done(restored);
@@ -288,6 +296,8 @@ class PreserverMetricsTest {
             assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_in_progress")).isZero();
             assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_duration_seconds")).as("its duration")
                     .isEqualTo(7.0);
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_end_time_seconds"))
+                    .isEqualTo((START_MILLIS + 7_000) / 1000.0);
             assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_malformed_records")).isZero();
         } finally {
             preserver.closeAsync();
