@@ -52,9 +52,16 @@ class ChaosIT {
                 "transactionMetaPersistMaxCountPerCoordinator", "1000000",
                 "brokerDeduplicationEnabled", "true"))) {
             List<Thread> workers = new ArrayList<>();
+            ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
             for (int i = 0; i < WORKERS; i++) {
                 int worker = i;
-                Thread thread = new Thread(() -> work(pulsar, topic, worker, running, attempts), "chaos-worker-" + i);
+                Thread thread = new Thread(() -> {
+                    try {
+                        work(pulsar, topic, worker, running, attempts);
+                    } catch (Throwable e) {
+                        failures.add(e);
+                    }
+                }, "chaos-worker-" + i);
                 thread.start();
                 workers.add(thread);
             }
@@ -68,7 +75,9 @@ class ChaosIT {
             running.set(false);
             for (Thread thread : workers) {
                 thread.join(TimeUnit.MINUTES.toMillis(5));
+                assertThat(thread.isAlive()).as("%s ended", thread.getName()).isFalse();
             }
+            assertThat(failures).as("workers' failures").isEmpty();
 
             check(pulsar, topic, new ArrayList<>(attempts), restarts);
         }
@@ -90,12 +99,24 @@ class ChaosIT {
                     Thread.sleep(200);
                     continue;
                 }
+                boolean sent;
                 try {
                     producer.newMessage(txn).value(payload).send();
+                    sent = true;
                 } catch (Exception e) {
-                    // Never committed: abort it, or let its timeout abort it.
-                    txn.abort();
-                    attempts.add(new Attempt(txn.getTxnID(), payload, false, null));
+                    sent = false;
+                }
+                if (!sent || sequence % 5 == 0) {
+                    // Never to be committed (its message may not have gone, or one in five on
+                    // purpose): aborted, the abort retried like a commit until answered.
+                    EndAnswer answer;
+                    try {
+                        txn.abort().get(30, TimeUnit.SECONDS);
+                        answer = EndAnswer.SUCCESS;
+                    } catch (Exception e) {
+                        answer = retry.abort(txn.getTxnID());
+                    }
+                    attempts.add(new Attempt(txn.getTxnID(), payload, false, answer));
                     continue;
                 }
                 EndAnswer answer;
@@ -127,11 +148,10 @@ class ChaosIT {
                         : finalOutcome == EndAnswer.REFUSED_AS_COMMITTED;
                 assertThat(finalOutcome).as("final outcome of %s", attempt.txnId())
                         .isIn(EndAnswer.SUCCESS, EndAnswer.REFUSED_AS_ABORTED, EndAnswer.REFUSED_AS_COMMITTED);
-                if (attempt.answer() != null) {
-                    answers.merge(attempt.answer(), 1, Integer::sum);
-                    assertThat(attempt.answer()).as("answer to the commit of %s", attempt.txnId())
-                            .isEqualTo(finalOutcome);
-                }
+                answers.merge(attempt.answer(), 1, Integer::sum);
+                assertThat(attempt.answer()).as("answer to the %s of %s",
+                                attempt.commitRequested() ? "commit" : "abort", attempt.txnId())
+                        .isEqualTo(finalOutcome);
                 (isCommitted ? committed : notCommitted).add(attempt.payload());
             }
             List<String> read = Txns.readAll(client, topic);
@@ -142,6 +162,7 @@ class ChaosIT {
                     .isEqualTo(committed);
             assertThat(restarts).isPositive();
             assertThat(committed).isNotEmpty();
+            assertThat(notCommitted).as("aborts under the same faults").isNotEmpty();
         }
     }
 }

@@ -274,7 +274,7 @@ class FailoverIT {
                 last);
     }
 
-    /** The failure a request ended with, or null if it succeeded. */
+    /** The failure a request ended with, or null if it succeeded; no answer in 2 minutes fails the test. */
     private static Throwable answerTo(java.util.concurrent.CompletableFuture<Void> request) throws InterruptedException {
         try {
             request.get(2, TimeUnit.MINUTES);
@@ -282,7 +282,7 @@ class FailoverIT {
         } catch (ExecutionException e) {
             return e.getCause();
         } catch (TimeoutException e) {
-            return e;
+            throw new AssertionError("no answer in 2 minutes: a request must be answered, not left waiting", e);
         }
     }
 }

@@ -157,8 +157,10 @@ class StateTopicFaultsIT {
                     }
                 } finally {
                     running.set(false);
-                    unloader.join();
+                    // An unload takes at most the admin client's timeout: bounded, and checked.
+                    unloader.join(Duration.ofMinutes(2).toMillis());
                 }
+                assertThat(unloader.isAlive()).as("the unloader ended").isFalse();
                 System.out.printf("state topic unloaded %d times while 60 commits and their records were written;"
                         + " longest commit %.1f s%n", unloads.get(), longestCommitNanos / 1e9);
             }

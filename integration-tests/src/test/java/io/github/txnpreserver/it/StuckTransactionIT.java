@@ -64,7 +64,8 @@ class StuckTransactionIT {
             }
             Files.createFile(refuseMarkers);
 
-            assertThatThrownBy(() -> txn.commit().get()).as("the broker gives up on the commit");
+            assertThatThrownBy(() -> txn.commit().get(1, TimeUnit.MINUTES)).as("the broker gives up on the commit")
+                    .isInstanceOf(java.util.concurrent.ExecutionException.class);
             Thread.sleep(4000);
             assertThat(admin.transactions().getTransactionBufferStats(topic).ongoingTxnSize).isEqualTo(1);
             assertThat(consumer.receive(1, TimeUnit.SECONDS)).as("consumers stopped at the stuck transaction")
