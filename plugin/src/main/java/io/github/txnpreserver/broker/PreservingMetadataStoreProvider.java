@@ -8,8 +8,6 @@ import io.github.txnpreserver.time.Scheduler;
 import io.netty.util.Timer;
 import java.lang.reflect.Field;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
@@ -121,8 +119,7 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                                 context.preservers().remove(tcId.getId(), preserver);
                                 scheduler.shutdown();
                             });
-                    // Before the replay (init), whose outcomes go into the blocks it holds.
-                    preserver.startRestore(() -> highestSequence(sequenceIdGenerator));
+                    store.startRestore();
                     return store.init(recoverTracker);
                 })
                 .whenComplete((store, error) -> {
@@ -151,15 +148,6 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                 maxActiveTransactionsPerCoordinator, preserver, onClosed);
     }
 
-    /**
-     * The highest sequence id the opened log has allocated. The generator's getter is
-     * package-private; the properties it writes at ledger roll-over are its public view.
-     */
-    public static long highestSequence(MLTransactionSequenceIdGenerator generator) {
-        Map<String, String> properties = new HashMap<>();
-        generator.onUpdateManagedLedgerInfo(properties);
-        return Long.parseLong(properties.get(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID));
-    }
 
     /**
      * The transaction-log batching metrics the broker registered on the stock provider (a

@@ -23,6 +23,12 @@ public final class BlockRecordCodec {
     static final int WORDS = OutcomeBlock.SIZE / 64;
     /** The highest block index whose sequences all fit a non-negative long. */
     public static final long MAX_BLOCK_INDEX = Long.MAX_VALUE >>> OutcomeBlock.SHIFT;
+    /**
+     * The highest sequence a new log takes a block for as its own, 2^48 - 1 (at 10 000
+     * transactions a second, 900 years of them): a block past it is someone else's record, and
+     * a log moved past it would soon run out of sequences.
+     */
+    public static final long MAX_PLAUSIBLE_SEQUENCE = (1L << 48) - 1;
     private static final char PREFIX = 'c';
 
     private BlockRecordCodec() {

@@ -70,6 +70,11 @@ final class OutcomeBlock {
         return sequence >>> SHIFT;
     }
 
+    /** The last sequence of block {@code index}. */
+    static long lastSequenceOf(long index) {
+        return (index << SHIFT) | (SIZE - 1);
+    }
+
     static int offsetOf(long sequence) {
         return (int) (sequence & MASK);
     }

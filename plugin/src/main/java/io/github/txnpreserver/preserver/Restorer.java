@@ -37,7 +37,11 @@ final class Restorer {
     /** What the coordinator does with a read that succeeded: one merge. */
     @FunctionalInterface
     interface ReadDone {
-        void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes);
+        /**
+         * @param highestBlock the highest block of this coordinator a record or a tombstone
+         *     was read for, -1 if none
+         */
+        void read(RestoredBlocks blocks, long records, long blockRecords, long blockBytes, long highestBlock);
     }
 
     private final long coordinatorId;
@@ -106,7 +110,8 @@ final class Restorer {
             // Counted once, for the read that is kept (a failed read is read again whole).
             stats.malformedRecords.add(collector.malformed);
             stats.restoreMalformedRecords = collector.malformed;
-            done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes);
+            done.read(collector.blocks, collector.records, collector.blockRecords, collector.blockBytes,
+                    collector.highestBlock);
             return;
         }
         phase = Phase.WAITING;
@@ -139,6 +144,7 @@ final class Restorer {
         long blockRecords;
         long blockBytes;
         long malformed;
+        long highestBlock = -1;
 
         Collector(long maxBlock, RestoredBlocks blocks) {
             this.maxBlock = maxBlock;
@@ -151,9 +157,13 @@ final class Restorer {
                 long index = BlockRecordCodec.blockIndexOf(key);
                 if (value == null) {
                     blocks.deleted(index);
+                    if (index <= maxBlock) {
+                        highestBlock = Math.max(highestBlock, index);
+                    }
                     return;
                 }
                 blocks.put(BlockRecordCodec.decode(key, value, coordinatorId, maxBlock), position);
+                highestBlock = Math.max(highestBlock, index);
                 blockRecords++;
                 blockBytes += value.length;
             } catch (MalformedRecordException e) {

@@ -80,6 +80,7 @@ public final class TransactionMetadataPreserver {
     private final LogHold logHold;
     private final CoordinatorThread thread;
     private volatile PreserverFigures figures = PreserverFigures.NONE;
+    private volatile long highestSequenceInStateTopic = -1;
 
     /**
      * @param groupCommit how long a change waits for others before it is written ({@link #GROUP_COMMIT_INTERVAL})
@@ -128,6 +129,11 @@ public final class TransactionMetadataPreserver {
                     writer, this::finishRestore);
             restorer.read();
         });
+        return restored;
+    }
+
+    /** Completes once the restore is done; fails only if the coordinator closes first. */
+    public CompletableFuture<Void> whenRestored() {
         return restored;
     }
 
@@ -224,6 +230,14 @@ public final class TransactionMetadataPreserver {
     public int endsWaiting() {
         // Two fields read apart from their writer: never below 0.
         return Math.max(0, queue.waiting() - queue.waitingForHeld());
+    }
+
+    /**
+     * The last sequence of the highest block of this coordinator its restore read in the state
+     * topic (kept or deleted), -1 if none: set once the restore is done.
+     */
+    public long highestSequenceInStateTopic() {
+        return highestSequenceInStateTopic;
     }
 
     /** Terminal steps are refused now: {@link #MAX_UNDURABLE_ENDS} ended transactions wait for the state topic. */
@@ -387,7 +401,8 @@ public final class TransactionMetadataPreserver {
 
     // ---- restore, expiry, pacing
 
-    private void finishRestore(RestoredBlocks read, long records, long blockRecords, long blockBytes) {
+    private void finishRestore(RestoredBlocks read, long records, long blockRecords, long blockBytes,
+                               long highestBlock) {
         if (thread.isClosed()) {
             return;
         }
@@ -406,6 +421,7 @@ public final class TransactionMetadataPreserver {
         // From the restore's start, its failed reads and their waits included: what lookups waited.
         stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - stats.restoreStartNanos);
         stats.restoreEndMillis = scheduler.millis();
+        highestSequenceInStateTopic = highestBlock < 0 ? -1 : OutcomeBlock.lastSequenceOf(highestBlock);
         stats.restoring = false;
         index.expire(scheduler.millis());
         pacing.recordsRead(blockRecords, blockBytes);

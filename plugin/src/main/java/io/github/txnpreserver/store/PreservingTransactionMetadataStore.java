@@ -80,6 +80,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private volatile long highestIssued = -1;
     private volatile long highestReadAtNanos;
     private final Runnable onClosed;
+    private final MLTransactionSequenceIdGenerator sequenceIdGenerator;
+    /** Set by {@link #startRestore}, before the replay. */
+    private volatile RewoundLogGuard rewoundLogGuard;
     /** The finishing-entry step in flight per transaction, so that concurrent ends share one. */
     private final Map<Long, InFlight> beginning = new ConcurrentHashMap<>();
     /** The terminal-entry step in flight per transaction, so that concurrent ends share one. */
@@ -104,6 +107,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                 sequenceIdGenerator, maxActiveTransactionsPerCoordinator);
         this.preserver = preserver;
         this.onClosed = onClosed;
+        this.sequenceIdGenerator = sequenceIdGenerator;
         this.timeoutAborts = timeoutAborts;
         this.resolver = new OutcomeResolver(this::liveTxnMeta, timeoutAborts::isFinishing, preserver);
     }
@@ -114,6 +118,26 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     public OutcomeResolver resolver() {
         return resolver;
+    }
+
+    /**
+     * Starts reading the state topic in the background, before the log's replay ({@link #init}),
+     * whose outcomes go into the blocks it holds. A new log issues no transaction until it is
+     * done ({@link RewoundLogGuard}).
+     */
+    public void startRestore() {
+        rewoundLogGuard = RewoundLogGuard.startRestore(getTransactionCoordinatorID().getId(), preserver,
+                sequenceIdGenerator);
+    }
+
+    @Override
+    public CompletableFuture<TxnID> newTransaction(long timeOut, String owner) {
+        RewoundLogGuard guard = rewoundLogGuard;
+        if (guard == null) {
+            return FutureUtil.failedFuture(new CoordinatorNotFoundException("Coordinator "
+                    + getTransactionCoordinatorID().getId() + " has not started its restore"));
+        }
+        return unavailableAsNotFoundCoordinator(guard.whenIssuing(() -> super.newTransaction(timeOut, owner)));
     }
 
     /**

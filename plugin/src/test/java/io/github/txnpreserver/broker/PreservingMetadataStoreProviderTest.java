@@ -137,17 +137,6 @@ class PreservingMetadataStoreProviderTest {
     }
 
     @Test
-    void theBlocksTheRestoreHoldsReachTheHighestSequenceTheOpenedLogAllocated() {
-        MLTransactionSequenceIdGenerator generator = new MLTransactionSequenceIdGenerator();
-        generator.onManagedLedgerPropertiesInitialize(Map.of(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID,
-                "4711"));
-
-        assertThat(PreservingMetadataStoreProvider.highestSequence(generator)).isEqualTo(4711);
-        assertThat(PreservingMetadataStoreProvider.highestSequence(new MLTransactionSequenceIdGenerator()))
-                .as("a new log").isNegative();
-    }
-
-    @Test
     void theCoordinatorsOfABrokerShareOneMemoryBoundOfTheConfiguredSize() {
         PreserverConfig config = new PreserverConfig(10, 100, Duration.ofHours(1), Duration.ofSeconds(1),
                 Duration.ofSeconds(1), 3L << 20);

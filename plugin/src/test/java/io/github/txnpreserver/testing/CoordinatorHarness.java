@@ -114,6 +114,17 @@ public final class CoordinatorHarness implements AutoCloseable {
     }
 
     /**
+     * Closes the coordinator, deletes its transaction log and opens it again over the same
+     * state topic, its restore in the background: the log starts over with no sequence
+     * allocated, as when an operator deletes it within the retention time.
+     */
+    public void restartWithTheLogDeleted() {
+        store.closeAsync().join();
+        transactionLog.deleteAndCreateAgain();
+        openCoordinator();
+    }
+
+    /**
      * Closes the coordinator and opens it again as the broker does, with the state topic
      * read in the background: the coordinator serves before its restore is done (hold the
      * state topic's reads to keep it from finishing).
@@ -299,17 +310,15 @@ public final class CoordinatorHarness implements AutoCloseable {
         scheduler = thread;
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC_ID, config, stateTopic,
                 scheduler, new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
-        // As the provider does: the restore runs in the background, and blocks up to the
-        // log's highest sequence are held until it is done.
-        restored = preserver.startRestore(() -> {
-            Map<String, String> properties = new java.util.HashMap<>();
-            sequenceIds.onUpdateManagedLedgerInfo(properties);
-            return Long.parseLong(properties.get(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID));
-        });
         TransactionRecoverTrackerImpl recoverTracker = new TransactionRecoverTrackerImpl(service, timeoutTracker,
                 TC_ID);
-        store = (PreservingTransactionMetadataStore) storeFactory.create(tcId,
-                transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver, thread::shutdown).init(recoverTracker).join();
+        store = storeFactory.create(tcId, transactionLog.newMock(), timeoutTracker, sequenceIds, 0, preserver,
+                thread::shutdown);
+        // As the provider does: the restore runs in the background, and blocks up to the
+        // log's highest sequence are held until it is done; a new log issues nothing before.
+        store.startRestore();
+        restored = preserver.whenRestored();
+        store.init(recoverTracker).join();
         registerInService(tcId, store);
         recoverTracker.handleCommittingAndAbortingTransaction();
     }

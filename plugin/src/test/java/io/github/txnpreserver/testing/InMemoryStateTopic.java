@@ -8,10 +8,13 @@ import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -65,6 +68,9 @@ public final class InMemoryStateTopic implements StateTopic {
     private final AtomicInteger reopens = new AtomicInteger();
     private final List<Long> compactionThresholds = new ArrayList<>();
     private final java.util.LinkedList<Boolean> thresholdAnswers = new java.util.LinkedList<>();
+
+    /** Values appended by {@link #appendRaw}: hostile or foreign, read leniently. By identity. */
+    private final Set<byte[]> rawValues = Collections.newSetFromMap(new IdentityHashMap<>());
 
     public InMemoryStateTopic(CallLog callLog) {
         this.callLog = callLog;
@@ -277,6 +283,11 @@ public final class InMemoryStateTopic implements StateTopic {
 
     /** Appends an entry as if another writer (or an earlier version) had put it there. */
     public synchronized void appendRaw(String key, byte[] value) {
+        if (value != null) {
+            synchronized (rawValues) {
+                rawValues.add(value);
+            }
+        }
         log.add(newEntry(key, value));
     }
 
@@ -523,8 +534,28 @@ public final class InMemoryStateTopic implements StateTopic {
         return newest;
     }
 
-    /** The transactions a value holds, in offset order for a block; empty if it cannot be read. */
-    private static Map<TxnID, TxnEntry> outcomesIn(String key, byte[] value) {
+    /**
+     * The transactions a value holds, in offset order for a block. A record the plugin wrote
+     * that this independent reading of the format cannot read fails the test (an absence
+     * asserted over it would pass otherwise); one {@linkplain #appendRaw appended raw} reads
+     * as holding nothing.
+     */
+    private Map<TxnID, TxnEntry> outcomesIn(String key, byte[] value) {
+        Map<TxnID, TxnEntry> outcomes = readOutcomes(key, value);
+        if (outcomes == null) {
+            synchronized (rawValues) {
+                if (!rawValues.contains(value)) {
+                    throw new AssertionError("the plugin wrote a record under key '" + key
+                            + "' that its own format does not read");
+                }
+            }
+            return new LinkedHashMap<>();
+        }
+        return outcomes;
+    }
+
+    /** The transactions a value holds, in offset order for a block; null if it is not a readable block. */
+    private static Map<TxnID, TxnEntry> readOutcomes(String key, byte[] value) {
         Map<TxnID, TxnEntry> outcomes = new LinkedHashMap<>();
         if (value == null || key == null) {
             return outcomes;
@@ -535,7 +566,7 @@ public final class InMemoryStateTopic implements StateTopic {
         try {
             OutcomeBlockRecord block = OutcomeBlockRecord.parseFrom(value);
             if (block.getKeptCount() != 4 || block.getCommittedCount() != 4) {
-                return outcomes;
+                return null;
             }
             long coordinator = block.getCoordinatorId();
             int entry = 0;
@@ -553,7 +584,7 @@ public final class InMemoryStateTopic implements StateTopic {
                 entry++;
             }
         } catch (InvalidProtocolBufferException | RuntimeException e) {
-            return outcomes;
+            return null;
         }
         return outcomes;
     }

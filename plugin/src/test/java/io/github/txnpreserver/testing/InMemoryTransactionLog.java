@@ -121,6 +121,13 @@ public final class InMemoryTransactionLog {
         return List.copyOf(deletes);
     }
 
+    /** The log deleted and created again (its ledgers and properties gone): no entry, no sequence allocated. */
+    public synchronized void deleteAndCreateAgain() {
+        positions.clear();
+        entries.clear();
+        deleted.clear();
+    }
+
     /** The highest transaction sequence id the log has seen, as the ledger properties would hold it. */
     public synchronized long maxLocalTxnId() {
         return entries.stream().mapToLong(TransactionMetadataEntry::getMaxLocalTxnId).max().orElse(-1L);

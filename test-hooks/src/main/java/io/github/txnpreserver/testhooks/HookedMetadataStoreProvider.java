@@ -3,6 +3,7 @@ package io.github.txnpreserver.testhooks;
 import io.github.txnpreserver.broker.PreservingMetadataStoreProvider;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
+import io.github.txnpreserver.store.RewoundLogGuard;
 import org.apache.pulsar.transaction.coordinator.TransactionCoordinatorID;
 import org.apache.pulsar.transaction.coordinator.TransactionTimeoutTracker;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
@@ -30,7 +31,7 @@ public class HookedMetadataStoreProvider extends PreservingMetadataStoreProvider
                                                           long maxActiveTransactionsPerCoordinator,
                                                           TransactionMetadataPreserver preserver, Runnable onClosed) {
         String floor = System.getProperty(SEQUENCE_FLOOR);
-        if (floor != null && PreservingMetadataStoreProvider.highestSequence(sequenceIdGenerator)
+        if (floor != null && RewoundLogGuard.highestSequence(sequenceIdGenerator)
                 < Long.parseLong(floor)) {
             sequenceIdGenerator.onManagedLedgerPropertiesInitialize(
                     java.util.Map.of(MLTransactionSequenceIdGenerator.MAX_LOCAL_TXN_ID, floor));
