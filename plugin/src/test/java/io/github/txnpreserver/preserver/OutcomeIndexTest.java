@@ -961,7 +961,8 @@ class OutcomeIndexTest {
             crashed.decide(1, Outcome.COMMITTED, "alice", NOW - MINUTE);
             index.hold(Long.MAX_VALUE);
             index.merge(restoredFrom(crashed, List.of(0L)), NOW);
-            assertThat(find(index, 1)).as("the restored speculative record").isEqualTo(committed("alice", NOW - MINUTE));
+            assertThat(find(index, 1)).as("the restored speculative record")
+                    .isEqualTo(committed("alice", NOW - MINUTE));
             assertThat(index.floorSize()).isEqualTo(1);
 
             end(index, 1, Outcome.ABORTED, "alice", NOW);
