@@ -336,6 +336,9 @@ class OutcomeIndexTest {
             restarted.merge(restoredFrom(index, List.of(0L)), NOW);
             assertThat(find(restarted, 1)).isEqualTo(timedOut("alice", NOW));
             assertThat(find(restarted, 2)).isEqualTo(aborted("alice", NOW + 1000));
+            assertThat(evictOldest(restarted)).as("the restored block dropped; the rebuilt floor keeps both").isZero();
+            assertThat(find(restarted, 1)).isEqualTo(timedOut("alice", NOW));
+            assertThat(find(restarted, 2)).isEqualTo(aborted("alice", NOW + 1000));
 
             assertThat(evictOldest(index)).as("dropped from memory; alice's floor keeps both").isZero();
             assertThat(index.blockCount()).isZero();
