@@ -319,7 +319,8 @@ class BlockRecordCodecTest {
 
         @Test
         void aBlockBeyondTheSequencesTheCoordinatorHasAllocatedIsRefused() throws Exception {
-            assertThat(BlockRecordCodec.decode("c9", valid(), TC, 9)).isNotNull();
+            assertThat(BlockRecordCodec.decode("c9", valid(), TC, 9)).as("its last allowed block")
+                    .isEqualTo(decode("c9", valid()));
             assertThatThrownBy(() -> BlockRecordCodec.decode("c9", valid(), TC, 8))
                     .isInstanceOf(MalformedRecordException.class).hasMessageContaining("past the sequences");
             assertRefused("c0", BlockRecordCodec.encode(TC, block(0, 0, 0, 0, 0), NAMES), -1);

@@ -32,12 +32,6 @@ class ClientFloorTest {
         return floor.add(sequence, owner, time, Outcome.COMMITTED, this::record);
     }
 
-    private static int ownerIn(ClientFloor floor, long sequence) {
-        long packed = floor.get(sequence, NONE);
-        assertThat(packed).as("sequence %d is in the floor", sequence).isNotEqualTo(NONE);
-        return ClientFloor.ownerOf(packed);
-    }
-
     @Test
     void packsAnOutcomesEndTimeOwnerAndOutcomeIntoOneLong() {
         for (int time : new int[] {0, 1, 122_163_200, Integer.MAX_VALUE}) {
@@ -95,8 +89,8 @@ class ClientFloorTest {
         add(floor, 3, ALICE, 2);
 
         assertThat(removed).containsExactly(new Removed(1, ALICE));
-        assertThat(floor.contains(2)).isTrue();
-        assertThat(floor.contains(3)).isTrue();
+        assertThat(floor.get(2, NONE)).isEqualTo(ClientFloor.pack(1, BOB, Outcome.COMMITTED));
+        assertThat(floor.get(3, NONE)).isEqualTo(ClientFloor.pack(2, ALICE, Outcome.COMMITTED));
     }
 
     @Test
@@ -127,7 +121,7 @@ class ClientFloorTest {
         add(floor, 7, ALICE, 22);
         add(floor, 8, ALICE, 23);
         assertThat(removed).as("alice's ring pushes out her own entries only").containsExactly(new Removed(6, ALICE));
-        assertThat(ownerIn(floor, 5)).isEqualTo(BOB);
+        assertThat(floor.get(5, NONE)).isEqualTo(ClientFloor.pack(20, BOB, Outcome.ABORTED));
 
         add(floor, 9, BOB, 24);
         add(floor, 10, BOB, 25);
@@ -197,8 +191,9 @@ class ClientFloorTest {
 
         assertThat(removed).containsExactlyInAnyOrder(new Removed(1, ALICE), new Removed(2, ALICE),
                 new Removed(6, CAROL));
-        assertThat(floor.contains(3)).isTrue();
-        assertThat(floor.contains(5)).as("behind bob's 4, which is kept").isTrue();
+        assertThat(floor.get(3, NONE)).isEqualTo(ClientFloor.pack(20, ALICE, Outcome.COMMITTED));
+        assertThat(floor.get(5, NONE)).as("behind bob's 4, which is kept")
+                .isEqualTo(ClientFloor.pack(5, BOB, Outcome.COMMITTED));
         assertThat(floor.clients()).as("carol has no entry left").isEqualTo(2);
         assertThat(floor.capped()).isZero();
     }
@@ -212,7 +207,7 @@ class ClientFloorTest {
         floor.expire(50, this::record);
 
         assertThat(removed).isEmpty();
-        assertThat(ownerIn(floor, 5)).isEqualTo(BOB);
+        assertThat(floor.get(5, NONE)).isEqualTo(ClientFloor.pack(100, BOB, Outcome.COMMITTED));
         assertThat(floor.clients()).as("alice's ring held only the stale slot").isEqualTo(1);
 
         floor.expire(100, this::record);

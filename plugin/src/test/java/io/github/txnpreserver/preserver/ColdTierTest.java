@@ -94,6 +94,11 @@ class ColdTierTest {
         return await(preserver.lookUp(txn(sequence)));
     }
 
+    /** What a lookup of {@code sequence} answers when its outcome is kept. */
+    private static KeptOutcome kept(long sequence, Outcome outcome, String owner, long endTimeMillis) {
+        return new KeptOutcome(txn(sequence), outcome, owner, endTimeMillis);
+    }
+
     private CompletableFuture<KeptOutcome> lookUpAsync(long sequence) {
         CompletableFuture<KeptOutcome> answer = preserver.lookUp(txn(sequence));
         scheduler.advance(io.github.txnpreserver.time.Scheduler.DEFER_BOUND);
@@ -132,7 +137,7 @@ class ColdTierTest {
             assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
             assertThat(lookUp(3)).as("not in the block's record").isNull();
-            assertThat(lookUp(300).outcome()).as("in memory").isEqualTo(Outcome.COMMITTED);
+            assertThat(lookUp(300)).as("in memory").isEqualTo(kept(300, Outcome.COMMITTED, "alice", NOW + 1000));
 
             assertThat(topic.coldReadCount() - readsBefore).as("the record read once, then remembered").isEqualTo(1);
             assertThat(preserver.stats().coldLookups.sum()).isEqualTo(2);
@@ -200,7 +205,7 @@ class ColdTierTest {
 
             assertThat(failed).failsWithin(Duration.ZERO).withThrowableThat()
                     .withCauseInstanceOf(PreserverUnavailableException.class);
-            assertThat(lookUp(1).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(lookUp(1)).isEqualTo(kept(1, Outcome.COMMITTED, "alice", NOW));
             assertThat(preserver.stats().coldReadFailures.sum()).isEqualTo(1);
         }
 
@@ -218,7 +223,8 @@ class ColdTierTest {
                     .withCauseInstanceOf(PreserverUnavailableException.class);
             topic.releaseColdReads();
             scheduler.runReady();
-            assertThat(lookUp(1).outcome()).as("the late answer is remembered").isEqualTo(Outcome.COMMITTED);
+            assertThat(lookUp(1)).as("the late answer is remembered")
+                    .isEqualTo(kept(1, Outcome.COMMITTED, "alice", NOW));
         }
 
         /** Under a burst, a read whose every asker was already answered "unavailable" is not made. */
@@ -248,8 +254,8 @@ class ColdTierTest {
 
             assertThat(topic.coldReadCount() - readsBefore).as("the queued read is not made").isEqualTo(
                     ColdReads.MAX_READING);
-            assertThat(lookUp(256L * (coldBlocks - 1)).outcome()).as("asked again, it is").isEqualTo(
-                    Outcome.COMMITTED);
+            assertThat(lookUp(256L * (coldBlocks - 1))).as("asked again, it is").isEqualTo(
+                    kept(256L * (coldBlocks - 1), Outcome.COMMITTED, "alice", NOW));
         }
 
         @Test
@@ -297,7 +303,7 @@ class ColdTierTest {
             assertThat(topic.liveKeys()).doesNotContain("c0").contains("c1");
             assertThat(lookUp(1)).isNull();
             assertThat(figures().expirations()).isEqualTo(2);
-            assertThat(lookUp(300)).as("a second newer").isNotNull();
+            assertThat(lookUp(300)).as("a second newer").isEqualTo(kept(300, Outcome.COMMITTED, "alice", NOW + 1000));
         }
 
         @Test
@@ -310,7 +316,7 @@ class ColdTierTest {
             setTime(NOW + TTL.toMillis() + 5_000);
 
             assertThat(lookUp(1)).as("past its time").isNull();
-            assertThat(lookUp(2)).isNotNull();
+            assertThat(lookUp(2)).isEqualTo(kept(2, Outcome.COMMITTED, "alice", NOW + 10_000));
         }
 
         @Test
@@ -329,12 +335,12 @@ class ColdTierTest {
             topic.releaseColdReads();
             await(late);
 
-            assertThat(neighbour.join().outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(neighbour.join()).isEqualTo(kept(2, Outcome.ABORTED, "bob", NOW));
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
             assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
             assertThat(topic.newestOutcomeOf(txn(3))).isEqualTo(Outcome.ABORTED);
             assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
-            assertThat(lookUp(3).owner()).isEqualTo("carol");
+            assertThat(lookUp(3)).isEqualTo(kept(3, Outcome.ABORTED, "carol", NOW + 1000));
         }
 
         /**
@@ -381,7 +387,8 @@ class ColdTierTest {
             scheduler.advance(GROUP.multipliedBy(2));
 
             assertThat(lookUp(1)).isNull();
-            assertThat(lookUp(300)).as("memory's blocks are written again").isNotNull();
+            assertThat(lookUp(300)).as("memory's blocks are written again")
+                    .isEqualTo(kept(300, Outcome.COMMITTED, "alice", NOW + 1000));
             assertThat(topic.liveKeys()).containsExactly("c1");
             assertThat(figures().kept()).isEqualTo(2);
             assertThat(figures().coldLost()).isEqualTo(2);
@@ -438,7 +445,7 @@ class ColdTierTest {
 
             assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
-            assertThat(lookUp(600).owner()).isEqualTo("carol");
+            assertThat(lookUp(600)).isEqualTo(kept(600, Outcome.COMMITTED, "carol", NOW + 1000));
             RecordPosition after = topic.entries().stream().filter(entry -> entry.key().equals("c0")).findFirst()
                     .orElseThrow().position();
             assertThat(after.ledgerId()).as("carried into a new ledger").isGreaterThan(before.ledgerId());
@@ -460,7 +467,7 @@ class ColdTierTest {
             assertThat(next).as("the end waits for the new topic").isNotDone();
             topic.releaseCarry();
             await(next);
-            assertThat(lookUp(1).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(lookUp(1)).isEqualTo(kept(1, Outcome.COMMITTED, "alice", NOW));
             assertThat(preserver.stats().malformedRecords.sum()).isZero();
         }
 
@@ -511,8 +518,9 @@ class ColdTierTest {
             assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             boundStep();
             boundStep();
-            assertThat(lookUp(300).outcome()).as("restored blocks go cold too").isEqualTo(Outcome.COMMITTED);
-            assertThat(lookUp(2).owner()).isEqualTo("bob");
+            assertThat(lookUp(300)).as("restored blocks go cold too")
+                    .isEqualTo(kept(300, Outcome.COMMITTED, "alice", NOW + 1000));
+            assertThat(lookUp(2)).isEqualTo(kept(2, Outcome.ABORTED, "bob", NOW));
         }
 
         @Test

@@ -60,8 +60,7 @@ class DecideTest {
         assertThat(decided).isCompleted();
         assertThat(lookup).isNotDone();
         scheduler.runReady();
-        assertThat(lookup.join().outcome()).isEqualTo(Outcome.COMMITTED);
-        assertThat(lookup.join().owner()).isEqualTo("alice");
+        assertThat(lookup.join()).isEqualTo(new KeptOutcome(txn(3), Outcome.COMMITTED, "alice", NOW));
     }
 
     @Test

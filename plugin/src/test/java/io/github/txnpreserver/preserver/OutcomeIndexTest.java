@@ -38,6 +38,10 @@ class OutcomeIndexTest {
         return new Found(Outcome.ABORTED, owner, endTimeMillis);
     }
 
+    private static Found timedOut(String owner, long endTimeMillis) {
+        return new Found(Outcome.TIMED_OUT, owner, endTimeMillis);
+    }
+
     /** The first sequence of a block of 256. */
     private static long block(long index) {
         return index * 256;
@@ -162,7 +166,7 @@ class OutcomeIndexTest {
             assertThat(index.expire(NOW + TTL)).isEqualTo(1);
 
             assertThat(find(index, 1)).isNull();
-            assertThat(find(index, 2)).isNotNull();
+            assertThat(find(index, 2)).isEqualTo(committed("alice", NOW + 10 * MINUTE));
             assertThat(index.blockCount()).isEqualTo(1);
             assertThat(index.windowMillis(NOW + TTL)).isEqualTo(TTL - 10 * MINUTE);
         }
@@ -177,10 +181,11 @@ class OutcomeIndexTest {
             assertThat(index.expire(NOW + MINUTE + TTL)).isEqualTo(2);
 
             assertThat(index.blockCount()).isEqualTo(1);
-            assertThat(find(index, block(1))).isNotNull();
+            assertThat(find(index, block(1))).isEqualTo(committed("alice", NOW + 30 * MINUTE));
             assertThat(taken(changes)).containsExactly(0L);
             assertThat(index.recordOf(0)).as("a tombstone").isNull();
-            assertThat(index.recordOf(1)).isNotNull();
+            assertThat(index.recordOf(1).count()).isEqualTo(1);
+            assertThat(inRecord(index, block(1))).isEqualTo(committed("alice", NOW + 30 * MINUTE));
         }
 
         @Test
@@ -213,7 +218,7 @@ class OutcomeIndexTest {
 
             assertThat(find(index, block(0))).isNull();
             assertThat(find(index, block(0) + 1)).isNull();
-            assertThat(find(index, block(1))).isNotNull();
+            assertThat(find(index, block(1))).isEqualTo(committed("alice", NOW + 1000));
             assertThat(index.memoryEvictions()).isEqualTo(2);
             assertThat(index.size()).isEqualTo(2);
         }
@@ -227,7 +232,7 @@ class OutcomeIndexTest {
             evictOldest(index);
 
             assertThat(find(index, block(1))).isNull();
-            assertThat(find(index, block(0))).isNotNull();
+            assertThat(find(index, block(0))).isEqualTo(committed("alice", NOW));
         }
 
         @Test
@@ -273,7 +278,7 @@ class OutcomeIndexTest {
             assertThat(find(index, 0)).as("alice's oldest, past her floor").isNull();
             assertThat(find(index, 1)).isEqualTo(committed("alice", NOW + 1000));
             assertThat(find(index, 2)).isEqualTo(aborted("alice", NOW + 2000));
-            assertThat(find(index, 3).owner()).isEqualTo("bob");
+            assertThat(find(index, 3)).isEqualTo(committed("bob", NOW));
             assertThat(index.size()).isEqualTo(3);
             assertThat(index.floorSize()).isEqualTo(3);
             assertThat(index.memoryEvictions()).as("only alice's oldest is no longer kept").isEqualTo(1);
@@ -317,6 +322,31 @@ class OutcomeIndexTest {
             assertThat(written(index, 0).getOwnersList()).containsExactlyInAnyOrder("alice", "bob", "carol");
         }
 
+        /** A timeout-abort is an abort to every end request, but is kept apart from a client's abort. */
+        @Test
+        void aTimeoutAbortStaysApartFromAClientsAbortInItsBlockItsRecordAndTheFloor() throws Exception {
+            end(index, 1, Outcome.TIMED_OUT, "alice", NOW);
+            end(index, 2, Outcome.ABORTED, "alice", NOW + 1000);
+
+            assertThat(find(index, 1)).isEqualTo(timedOut("alice", NOW));
+            assertThat(find(index, 2)).isEqualTo(aborted("alice", NOW + 1000));
+            assertThat(inRecord(index, 1)).isEqualTo(timedOut("alice", NOW));
+            OutcomeIndex restarted = index(2, 1000, new ArrayList<>());
+            restarted.hold(Long.MAX_VALUE);
+            restarted.merge(restoredFrom(index, List.of(0L)), NOW);
+            assertThat(find(restarted, 1)).isEqualTo(timedOut("alice", NOW));
+            assertThat(find(restarted, 2)).isEqualTo(aborted("alice", NOW + 1000));
+            assertThat(evictOldest(restarted)).as("the restored block dropped; the rebuilt floor keeps both").isZero();
+            assertThat(find(restarted, 1)).isEqualTo(timedOut("alice", NOW));
+            assertThat(find(restarted, 2)).isEqualTo(aborted("alice", NOW + 1000));
+
+            assertThat(evictOldest(index)).as("dropped from memory; alice's floor keeps both").isZero();
+            assertThat(index.blockCount()).isZero();
+            assertThat(find(index, 1)).isEqualTo(timedOut("alice", NOW));
+            assertThat(find(index, 2)).isEqualTo(aborted("alice", NOW + 1000));
+            assertThat(inRecord(index, 1)).isEqualTo(timedOut("alice", NOW));
+        }
+
         @Test
         void theCapTakesFromTheClientThatEndedATransactionLeastRecently() {
             OutcomeIndex capped = index(2, 3, changes);
@@ -331,9 +361,9 @@ class OutcomeIndexTest {
             assertThat(capped.clients()).as("bob has no floor entry left").isEqualTo(2);
             evictOldest(capped);
             assertThat(find(capped, 1)).as("bob ended least recently").isNull();
-            assertThat(find(capped, 0)).isNotNull();
-            assertThat(find(capped, 2)).isNotNull();
-            assertThat(find(capped, 3)).isNotNull();
+            assertThat(find(capped, 0)).isEqualTo(committed("alice", NOW));
+            assertThat(find(capped, 2)).isEqualTo(committed("alice", NOW + 2000));
+            assertThat(find(capped, 3)).isEqualTo(committed("carol", NOW + 3000));
             assertThat(capped.ownerCount()).as("bob is forgotten").isEqualTo(2);
         }
 
@@ -373,14 +403,14 @@ class OutcomeIndexTest {
             evictOldest(index);
             assertThat(index.blockCount()).isZero();
             assertThat(taken(changes)).as("both floor entries need the record").isEmpty();
-            assertThat(inRecord(index, 1)).isNotNull();
-            assertThat(inRecord(index, 2)).isNotNull();
+            assertThat(inRecord(index, 1)).isEqualTo(committed("alice", NOW + 10 * MINUTE));
+            assertThat(inRecord(index, 2)).isEqualTo(committed("alice", NOW));
 
             commit(index, block(1), "alice", NOW + TTL);
             assertThat(find(index, 1)).as("pushed out of alice's floor").isNull();
-            assertThat(find(index, 2)).isNotNull();
+            assertThat(find(index, 2)).isEqualTo(committed("alice", NOW));
             assertThat(taken(changes)).as("2 still needs block 0's record: not deleted").containsExactly(1L);
-            assertThat(inRecord(index, 2)).isNotNull();
+            assertThat(inRecord(index, 2)).isEqualTo(committed("alice", NOW));
 
             commit(index, block(1) + 1, "alice", NOW + TTL);
             assertThat(find(index, 2)).isNull();
@@ -398,7 +428,8 @@ class OutcomeIndexTest {
             evictOldest(one);
 
             assertThat(one.recordOf(0)).as("alice's floor moved on to block 2: deleted").isNull();
-            assertThat(one.recordOf(1)).as("bob's floor entry").isNotNull();
+            assertThat(one.recordOf(1).count()).as("bob's floor entry only").isEqualTo(1);
+            assertThat(inRecord(one, block(1))).isEqualTo(committed("bob", NOW));
             assertThat(one.blocksWithRecords().toLongArray()).containsExactlyInAnyOrder(1L, 2L);
             assertThat(one.keyCount()).isEqualTo(2);
         }
@@ -418,7 +449,7 @@ class OutcomeIndexTest {
             }
 
             for (int i = 0; i < 1000; i++) {
-                assertThat(find(index, i).owner()).isEqualTo(owner(i));
+                assertThat(find(index, i)).isEqualTo(committed(owner(i), NOW));
             }
             assertThat(index.ownerCount()).isEqualTo(1000);
 
@@ -441,15 +472,15 @@ class OutcomeIndexTest {
 
             assertThat(index.ownerCount()).isEqualTo(owners);
             for (int i = 0; i < owners; i++) {
-                assertThat(find(index, i).owner()).as("owner of %d", i).isEqualTo(owner(i));
+                assertThat(find(index, i)).as("outcome of %d", i).isEqualTo(committed(owner(i), NOW));
             }
             OutcomeIndex restarted = index(1, 100_000, new ArrayList<>());
             restarted.hold(Long.MAX_VALUE);
             restarted.merge(restoredFrom(index, taken(changes)), NOW);
             for (int i = 0; i < owners; i += 97) {
-                assertThat(find(restarted, i).owner()).as("owner of %d", i).isEqualTo(owner(i));
+                assertThat(find(restarted, i)).as("outcome of %d", i).isEqualTo(committed(owner(i), NOW));
             }
-            assertThat(find(restarted, owners - 1).owner()).isEqualTo(owner(owners - 1));
+            assertThat(find(restarted, owners - 1)).isEqualTo(committed(owner(owners - 1), NOW));
             assertThat(restarted.ownerCount()).isEqualTo(owners);
         }
 
@@ -462,9 +493,9 @@ class OutcomeIndexTest {
             commit(index, 10, "bob", NOW);
             commit(index, 11, null, NOW);
 
-            assertThat(find(index, 9).owner()).isEqualTo("alice");
-            assertThat(find(index, 10).owner()).isEqualTo("bob");
-            assertThat(find(index, 11).owner()).isNull();
+            assertThat(find(index, 9)).isEqualTo(committed("alice", NOW));
+            assertThat(find(index, 10)).isEqualTo(committed("bob", NOW));
+            assertThat(find(index, 11)).isEqualTo(committed(null, NOW));
         }
 
         @Test
@@ -476,7 +507,7 @@ class OutcomeIndexTest {
             index.expire(NOW + TTL);
 
             assertThat(index.ownerCount()).isEqualTo(1);
-            assertThat(find(index, 1).owner()).isEqualTo("bob");
+            assertThat(find(index, 1)).isEqualTo(committed("bob", NOW + MINUTE));
         }
 
         /**
@@ -584,7 +615,7 @@ class OutcomeIndexTest {
                     + " alice's floor").isZero();
             assertThat(index.blockCount()).isEqualTo(1);
             assertThat(evictOldest(index)).as("decided, but not ended").isEqualTo(-1);
-            assertThat(find(index, block(0))).isNotNull();
+            assertThat(find(index, block(0))).isEqualTo(committed("alice", NOW));
 
             index.ended(block(0));
             assertThat(evictOldest(index)).as("dropped from memory; alice's floor keeps its outcome").isZero();
@@ -598,7 +629,7 @@ class OutcomeIndexTest {
             commit(index, 2, "alice", NOW);
 
             assertThat(index.expire(NOW + 2 * TTL)).isZero();
-            assertThat(find(index, 2)).isNotNull();
+            assertThat(find(index, 2)).isEqualTo(committed("alice", NOW));
 
             index.ended(1);
             assertThat(index.expire(NOW + 2 * TTL)).isEqualTo(2);
@@ -791,8 +822,8 @@ class OutcomeIndexTest {
             assertThat(index.isHolding()).isFalse();
             assertThat(index.isHeld(0)).isFalse();
             assertThat(taken(changes)).isEmpty();
-            assertThat(find(index, 5)).isNotNull();
-            assertThat(find(index, block(1) + 45)).isNotNull();
+            assertThat(find(index, 5)).isEqualTo(committed("alice", NOW));
+            assertThat(find(index, block(1) + 45)).isEqualTo(committed("alice", NOW));
         }
 
         @Test
@@ -829,7 +860,7 @@ class OutcomeIndexTest {
             assertThat(taken(changes)).isEmpty();
             assertThat(restarted.size()).isEqualTo(3);
             evictOldest(restarted);
-            assertThat(find(restarted, block(2))).as("the live block is the newest").isNotNull();
+            assertThat(find(restarted, block(2))).as("the live block is the newest").isEqualTo(committed("bob", NOW));
             assertThat(restarted.blockCount()).isEqualTo(2);
         }
 
@@ -843,7 +874,7 @@ class OutcomeIndexTest {
             index.merge(restoredFrom(earlier, List.of(3L, 4L)), NOW);
 
             assertThat(find(index, block(3))).isNull();
-            assertThat(find(index, block(4))).isNotNull();
+            assertThat(find(index, block(4))).isEqualTo(committed("alice", NOW - MINUTE));
             assertThat(taken(changes)).containsExactly(3L);
             assertThat(index.recordOf(3)).as("a tombstone").isNull();
         }
@@ -878,8 +909,8 @@ class OutcomeIndexTest {
             }
 
             assertThat(restarted.floorSize()).isEqualTo(2);
-            assertThat(find(restarted, block(3))).isNotNull();
-            assertThat(find(restarted, block(4))).isNotNull();
+            assertThat(find(restarted, block(3))).isEqualTo(committed("alice", NOW - 10 * MINUTE + 3000));
+            assertThat(find(restarted, block(4))).isEqualTo(committed("alice", NOW - 10 * MINUTE + 4000));
             assertThat(find(restarted, block(2))).isNull();
             assertThat(taken(changes)).as("the blocks without floor entries are deleted")
                     .containsExactlyInAnyOrder(0L, 1L, 2L);
@@ -933,7 +964,8 @@ class OutcomeIndexTest {
             crashed.decide(1, Outcome.COMMITTED, "alice", NOW - MINUTE);
             index.hold(Long.MAX_VALUE);
             index.merge(restoredFrom(crashed, List.of(0L)), NOW);
-            assertThat(find(index, 1).outcome()).as("the restored speculative record").isEqualTo(Outcome.COMMITTED);
+            assertThat(find(index, 1)).as("the restored speculative record")
+                    .isEqualTo(committed("alice", NOW - MINUTE));
             assertThat(index.floorSize()).isEqualTo(1);
 
             end(index, 1, Outcome.ABORTED, "alice", NOW);
@@ -964,7 +996,7 @@ class OutcomeIndexTest {
             index.merge(restoredFrom(earlier, List.of(0L)), NOW);
 
             assertThat(find(index, 5)).isEqualTo(committed("alice", NOW - MINUTE));
-            assertThat(find(index, 1).owner()).isEqualTo("bob");
+            assertThat(find(index, 1)).isEqualTo(committed("bob", NOW - MINUTE));
             assertThat(taken(changes)).containsExactly(0L);
             assertThat(inRecord(index, 5)).isEqualTo(committed("alice", NOW - MINUTE));
             assertThat(inRecord(index, 1)).isEqualTo(committed("bob", NOW - MINUTE));
@@ -991,8 +1023,8 @@ class OutcomeIndexTest {
             commit(index, block(3), "carol", NOW);
 
             assertThat(find(index, block(2))).isEqualTo(committed("alice", NOW - MINUTE));
-            assertThat(find(index, block(3)).owner()).isEqualTo("carol");
-            assertThat(find(index, 1).owner()).isEqualTo("bob");
+            assertThat(find(index, block(3))).isEqualTo(committed("carol", NOW));
+            assertThat(find(index, 1)).isEqualTo(committed("bob", NOW - MINUTE));
             taken(changes);
             commit(index, block(2) + 1, "dave", NOW);
             assertThat(taken(changes)).containsExactly(2L);

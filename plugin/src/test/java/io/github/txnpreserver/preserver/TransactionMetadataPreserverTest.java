@@ -465,7 +465,8 @@ class TransactionMetadataPreserverTest {
             settle(preserver);
 
             assertThat(find(preserver, txn(1))).isNull();
-            assertThat(find(preserver, txn(256))).isNotNull();
+            assertThat(find(preserver, txn(256)))
+                    .isEqualTo(new KeptOutcome(txn(256), Outcome.ABORTED, "bob", NOW + HOUR));
             stepUntil(() -> topic.liveKeys().equals(List.of("c1")));
             assertThat(callLog.calls()).contains("state-delete c0");
         }
@@ -528,7 +529,8 @@ class TransactionMetadataPreserverTest {
             assertThat(bounded.keptBytes()).isLessThanOrEqualTo(LIMIT);
             assertThat(await(bounded.currentFigures()).memoryEvictions()).isPositive();
             for (int i = 0; i < ends; i++) {
-                assertThat(find(bounded, txn(256L * i)) != null).as("block %d kept", i).isEqualTo(i >= ends - kept);
+                assertThat(find(bounded, txn(256L * i))).as("block %d kept", i).isEqualTo(i < ends - kept ? null
+                        : new KeptOutcome(txn(256L * i), Outcome.COMMITTED, "alice", NOW + 1000L * (i + 1)));
             }
             stepUntil(() -> topic.liveKeys().size() == kept);
             assertThat(topic.liveKeys()).doesNotContain("c0").contains("c" + (ends - 1));
@@ -552,9 +554,10 @@ class TransactionMetadataPreserverTest {
             assertThat(budget.usedBytes()).isLessThanOrEqualTo(limit);
             assertThat(await(quiet.currentFigures()).memoryEvictions()).isZero();
             assertThat(await(busy.currentFigures()).memoryEvictions()).isZero();
-            assertThat(find(busy, new TxnID(TC + 1, 0))).isNotNull();
+            assertThat(find(busy, new TxnID(TC + 1, 0))).isEqualTo(new KeptOutcome(new TxnID(TC + 1, 0),
+                    Outcome.COMMITTED, "bob", NOW + Duration.ofMinutes(1).toMillis()));
             assertThat(busy.stats().coldLookups.sum()).as("the busy one's outcomes stay in memory").isZero();
-            assertThat(find(quiet, txn(0))).isNotNull();
+            assertThat(find(quiet, txn(0))).isEqualTo(new KeptOutcome(txn(0), Outcome.COMMITTED, "alice", NOW));
             assertThat(quiet.stats().coldLookups.sum()).as("the quiet one's oldest went cold").isPositive();
         }
     }
@@ -572,7 +575,7 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             assertThat(find(next, txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
-            assertThat(find(next, txn(2)).owner()).isNull();
+            assertThat(find(next, txn(2))).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, null, NOW));
             assertThat(find(next, txn(300))).isEqualTo(new KeptOutcome(txn(300), Outcome.ABORTED, "bob", NOW));
             assertThat(await(next.currentFigures()).kept()).isEqualTo(3);
             assertThat(next.stats().restoredRecords).isEqualTo(topic.entries().size());
@@ -591,8 +594,8 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             assertThat(find(next, txn(1))).isNull();
-            assertThat(find(next, txn(256)).outcome()).isEqualTo(Outcome.ABORTED);
-            assertThat(find(next, txn(257)).owner()).isEqualTo("bob");
+            assertThat(find(next, txn(256))).isEqualTo(new KeptOutcome(txn(256), Outcome.ABORTED, "alice", NOW));
+            assertThat(find(next, txn(257))).isEqualTo(new KeptOutcome(txn(257), Outcome.ABORTED, "bob", NOW));
             assertThat(await(next.currentFigures()).kept()).isEqualTo(2);
         }
 
@@ -606,7 +609,8 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             for (long i = 0; i < 3; i++) {
-                assertThat(find(next, txn(i * 200))).isNotNull();
+                assertThat(find(next, txn(i * 200)))
+                        .isEqualTo(new KeptOutcome(txn(i * 200), Outcome.COMMITTED, "alice", NOW));
             }
         }
 
@@ -633,7 +637,8 @@ class TransactionMetadataPreserverTest {
             assertThat(next.stats().restoreMalformedRecords).as("the restore's own count, exported as a gauge")
                     .isEqualTo(10);
             assertThat(await(next.currentFigures()).kept()).isEqualTo(1);
-            assertThat(find(next, txn(7 * 256 + 1))).isNotNull();
+            assertThat(find(next, txn(7 * 256 + 1))).isEqualTo(new KeptOutcome(txn(7 * 256 + 1), Outcome.COMMITTED,
+                    "alice", NOW));
             assertThat(find(next, txn(5 * 256))).isNull();
         }
 
@@ -681,7 +686,8 @@ class TransactionMetadataPreserverTest {
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
 
             assertThat(find(next, txn(0))).isNull();
-            assertThat(find(next, txn(256))).isNotNull();
+            assertThat(find(next, txn(256)))
+                    .isEqualTo(new KeptOutcome(txn(256), Outcome.COMMITTED, "alice", NOW - HOUR));
             stepUntil(() -> topic.liveKeys().equals(List.of("c1")));
         }
 
@@ -745,7 +751,7 @@ class TransactionMetadataPreserverTest {
 
             await(restore);
             await(inRestoredBlock);
-            assertThat(await(lookup).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(await(lookup)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(topic.newestOutcomeOf(txn(1))).as("the restored outcome is in the block's new record")
                     .isEqualTo(Outcome.COMMITTED);
             assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
@@ -865,7 +871,7 @@ class TransactionMetadataPreserverTest {
             assertThat(callLog.calls()).contains("state-reopen recreated");
             assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300", TC + ":600");
             TransactionMetadataPreserver next = restored(newPreserver(2, 100));
-            assertThat(find(next, txn(300)).outcome()).isEqualTo(Outcome.ABORTED);
+            assertThat(find(next, txn(300))).isEqualTo(new KeptOutcome(txn(300), Outcome.ABORTED, "bob", NOW));
         }
 
         @Test
@@ -1006,7 +1012,7 @@ class TransactionMetadataPreserverTest {
 
             assertThat(callLog.calls()).containsSubsequence("state-read failed: writer lost", "state-reopen unread");
             assertThat(topic.reopenCount()).isEqualTo(1);
-            assertThat(find(restoring, txn(1)).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(find(restoring, txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             restoring.decide(txn(2), Outcome.ABORTED, "bob");
             stepUntil(() -> topic.newestOutcomeOf(txn(2)) == Outcome.ABORTED);
         }

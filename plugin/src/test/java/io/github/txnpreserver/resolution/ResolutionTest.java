@@ -5,6 +5,8 @@ import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.github.txnpreserver.preserver.KeptOutcome;
+import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -62,6 +64,8 @@ class ResolutionTest {
         coordinator.transactionLog().holdAppends(op -> op.equals("COMMITTED"));
         coordinator.commit(txn, "alice");
         await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.kept(txn) != null);
+        assertThat(coordinator.kept(txn)).as("kept before its terminal entry")
+                .isEqualTo(new KeptOutcome(txn, Outcome.COMMITTED, "alice", CoordinatorHarness.START_MILLIS));
 
         TxnMeta meta = await(coordinator.store().getTxnMeta(txn));
 
@@ -85,6 +89,8 @@ class ResolutionTest {
         assertThat(meta.producedPartitions()).isEmpty();
         assertThat(meta.ackedPartitions()).isEmpty();
         assertThat(await(coordinator.store().getTxnStatus(txn))).isEqualTo(TxnStatus.ABORTING);
+        assertThat(coordinator.kept(txn))
+                .isEqualTo(new KeptOutcome(txn, Outcome.ABORTED, "alice", CoordinatorHarness.START_MILLIS));
     }
 
     @Test
