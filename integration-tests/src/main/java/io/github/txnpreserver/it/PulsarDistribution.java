@@ -70,7 +70,14 @@ public final class PulsarDistribution {
         try (var jars = Files.list(target)) {
             return jars.filter(path -> path.getFileName().toString().matches("pulsar-txn-preserver-test-hooks-.*\\.jar")
                             && !path.getFileName().toString().endsWith("-sources.jar"))
-                    .findFirst()
+                    // The one this build made: an earlier version's jar may be left in target/.
+                    .max(java.util.Comparator.comparing(path -> {
+                        try {
+                            return Files.getLastModifiedTime(path);
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }))
                     .orElseThrow(() -> new IllegalStateException("No test-hooks jar in " + target
                             + ": build with Maven from the repository root"));
         } catch (java.nio.file.NoSuchFileException e) {
