@@ -89,7 +89,7 @@ class StateTopicFaultsIT {
 
                 admin.topics().delete(STATE_TOPIC, true);
 
-                live.commit().get();
+                live.commit().get(Txns.REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
                 try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                     assertThat(retry.commit(live.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
                     assertThat(retry.commit(endedBefore)).as("still kept in memory").isEqualTo(EndAnswer.SUCCESS);
