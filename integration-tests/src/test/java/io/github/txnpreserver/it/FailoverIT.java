@@ -99,7 +99,8 @@ class FailoverIT {
             LocalCluster.Broker oldOwner;
             try (PulsarClient client = Txns.client(cluster.serviceUrl())) {
                 // Loads the coordinator on one of the brokers.
-                Txns.open(client, Duration.ofMinutes(1)).abort().get();
+                Txns.open(client, Duration.ofMinutes(1)).abort()
+                        .get(Txns.REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
                 oldOwner = cluster.ownerOfCoordinator(cluster.broker(0), 0);
             }
             LocalCluster.Broker newOwner = oldOwner == cluster.broker(0) ? cluster.broker(1) : cluster.broker(0);

@@ -5,11 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.stream.IntStream;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
@@ -30,8 +34,9 @@ import org.junit.jupiter.api.Test;
  * non-canonical aliases of block keys, an owner reference out of range, another coordinator's
  * block, bytes that are no record, no key and an empty key. They neither wedge the coordinator
  * nor are adopted as outcomes: after the coordinator reopens, and again after a kill -9, new
- * transactions commit, every real transaction's retry gets its real answer, and every made-up
- * transaction of the hostile records is not found.
+ * transactions commit, every real transaction's retry gets its real answer, every made-up
+ * transaction of the hostile records is not found, and consumers read each acknowledged
+ * commit's message once and no aborted one.
  */
 @DisplayName("Hostile state-topic records")
 class HostileRecordsIT {
@@ -54,12 +59,21 @@ class HostileRecordsIT {
         try (LocalPulsar pulsar = LocalPulsar.start("hostile", Map.of("transactionMetaPersistCount", "10"))) {
             String topic = Txns.uniqueTopic("hostile");
             Map<TxnID, Boolean> real = new LinkedHashMap<>(); // true: committed
+            // The data topic's messages: of commits acknowledged, of commits sent whose answer was
+            // lost (a failed round of a wait below), of aborts.
+            List<String> acknowledged = Collections.synchronizedList(new ArrayList<>());
+            List<String> sent = Collections.synchronizedList(new ArrayList<>());
+            List<String> aborted = new ArrayList<>();
             try (PulsarClient client = Txns.client(pulsar);
                  Producer<String> producer = Txns.producer(client, topic)) {
                 for (int i = 0; i < 12; i++) {
                     boolean commit = i % 2 == 0;
-                    real.put(commit ? Txns.committed(client, producer, "real-" + i)
-                            : Txns.aborted(client, producer, "dropped-" + i), commit);
+                    if (commit) {
+                        real.put(commit(client, producer, "real-" + i, sent, acknowledged), true);
+                    } else {
+                        real.put(Txns.aborted(client, producer, "dropped-" + i), false);
+                        aborted.add("dropped-" + i);
+                    }
                 }
             }
             assertThat(real.keySet()).allSatisfy(txn -> assertThat(txn.getLeastSigBits()).isBetween(0L, BLOCK - 1));
@@ -120,19 +134,20 @@ class HostileRecordsIT {
                 // commit), closes, and opens again at the client's next request, restoring from
                 // the topic: commit until a restore has read the hostile records.
                 long fencedAt = System.nanoTime();
+                AtomicInteger round = new AtomicInteger();
                 try (PulsarClient client = Txns.client(pulsar);
                      Producer<String> producer = Txns.producer(client, topic)) {
                     Awaitility.await("a new commit, and a restore that read the hostile records")
                             .atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofSeconds(1)).ignoreExceptions()
-                            .until(() -> Txns.committed(client, producer, "after-fence") != null
-                                    && BrokerMetrics.ofCoordinatorZero(pulsar,
+                            .until(() -> commit(client, producer, "after-fence-" + round.incrementAndGet(), sent,
+                                    acknowledged) != null && BrokerMetrics.ofCoordinatorZero(pulsar,
                                     "pulsar_txn_preserver_restore_records") > HOSTILE_KEYED);
                     System.out.printf("coordinator reopened and restored %.1f s after the fence%n",
                             (System.nanoTime() - fencedAt) / 1e9);
-                    Txns.committed(client, producer, "served");
-                    // Each round of the wait above committed one "after-fence": only "served" is counted.
-                    softly.assertThat(Txns.readAll(client, topic)).as("a new commit's data, read once")
-                            .filteredOn("served"::equals).hasSize(1);
+                    commit(client, producer, "served", sent, acknowledged);
+                    Txns.aborted(client, producer, "dropped-after-fence");
+                    aborted.add("dropped-after-fence");
+                    assertData(softly, client, topic, acknowledged, sent, aborted, "after the fence");
                 }
                 assertAnswers(softly, pulsar, real, madeUp, "after the fence");
                 softly.assertThat(BrokerMetrics.ofCoordinatorZero(pulsar,
@@ -147,7 +162,9 @@ class HostileRecordsIT {
                     // The client may reach the coordinator only after it loaded: bounded retries.
                     Awaitility.await("a new commit after the restart").atMost(Duration.ofMinutes(2))
                             .pollInterval(Duration.ofSeconds(1)).ignoreExceptions()
-                            .until(() -> Txns.committed(client, producer, "after-restart") != null);
+                            .until(() -> commit(client, producer, "after-restart-" + round.incrementAndGet(), sent,
+                                    acknowledged) != null);
+                    assertData(softly, client, topic, acknowledged, sent, aborted, "after kill -9 and restart");
                 }
                 assertAnswers(softly, pulsar, real, madeUp, "after kill -9 and restart");
                 softly.assertAll();
@@ -170,6 +187,37 @@ class HostileRecordsIT {
                         .isEqualTo(EndAnswer.NOT_FOUND);
             }
         }
+    }
+
+    /**
+     * Commits a transaction holding {@code value}, noted as sent first and as acknowledged once
+     * the commit is: a commit that fails may still have landed.
+     */
+    private static TxnID commit(PulsarClient client, Producer<String> producer, String value, List<String> sent,
+                                List<String> acknowledged) throws Exception {
+        sent.add(value);
+        TxnID txn = Txns.committed(client, producer, value);
+        acknowledged.add(value);
+        return txn;
+    }
+
+    /**
+     * The data topic as a consumer reads it (committed data only, the default): every
+     * acknowledged commit's message once, in the order sent, no aborted one, and of the commits
+     * whose answer was lost none twice.
+     */
+    private static void assertData(SoftAssertions softly, PulsarClient client, String topic,
+            List<String> acknowledged, List<String> sent, List<String> aborted, String when) throws Exception {
+        List<String> read = Txns.readAll(client, topic);
+        List<String> answerLost;
+        synchronized (sent) {
+            answerLost = sent.stream().filter(value -> !acknowledged.contains(value)).toList();
+        }
+        softly.assertThat(read).as("%s: the data, no message twice", when).doesNotHaveDuplicates()
+                .doesNotContainAnyElementsOf(aborted);
+        softly.assertThat(read).as("%s: the data of acknowledged commits, each once, in order", when)
+                .filteredOn(value -> !answerLost.contains(value)).containsExactlyElementsOf(List.copyOf(acknowledged));
+        softly.assertThat(sent).as("%s: every message read was sent in a commit", when).containsAll(read);
     }
 
     private static void send(Producer<byte[]> producer, String key, byte[] value) throws Exception {

@@ -160,7 +160,7 @@ class OutcomeAnswersIT {
 
             assertThat(metric("pulsar_txn_preserver_timeout_aborts_total") - timeoutAbortsBefore).isEqualTo(1);
             assertThat(metric("pulsar_txn_preserver_commits_after_timeout_abort_total") - refusedBefore)
-                    .as("three commits: two by the stock client, one by the helper").isEqualTo(3);
+                    .as("three commits: two retries, one commitAndExplain").isEqualTo(3);
             assertThat(warningsAbout(id)).as("warned once, naming the owner and the timeout").isEqualTo(1);
             assertThat(pulsar.output()).contains("when it had stayed open past its timeout of "
                     + TXN_TIMEOUT.toMillis() + " ms");

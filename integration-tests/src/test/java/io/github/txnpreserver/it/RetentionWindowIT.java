@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -25,8 +26,9 @@ import org.junit.jupiter.api.Test;
 /**
  * With the install defaults (outcomes kept 72 h under a 64 MB bound, a floor of 100 per
  * client), a busy coordinator keeps every outcome of the last minute: probes committed once a
- * second among transactions committed as fast as 8 threads can are all answered, before and
- * after a kill -9 and restart of the broker.
+ * second (and one aborted every ten) among transactions committed as fast as 8 threads can are
+ * all answered, before and after a kill -9 and restart of the broker; consumers read each
+ * committed probe's message once and no aborted one.
  */
 @DisplayName("Retention window under load, across a crash")
 class RetentionWindowIT {
@@ -49,13 +51,17 @@ class RetentionWindowIT {
     @Test
     void everyProbeOfABusyMinuteIsAnsweredBeforeAndAfterACrash() throws Exception {
         List<TxnID> probes = new ArrayList<>();
+        List<String> probeValues = new ArrayList<>();
+        List<TxnID> abortedProbes = new ArrayList<>();
+        String topic = Txns.uniqueTopic("retention-window");
         AtomicLong committed = new AtomicLong();
         ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
         AtomicBoolean running = new AtomicBoolean(true);
         long start;
         long loadStartMillis;
         double seconds;
-        try (PulsarClient load = Txns.client(pulsar); PulsarClient probing = Txns.client(pulsar)) {
+        try (PulsarClient load = Txns.client(pulsar); PulsarClient probing = Txns.client(pulsar);
+             Producer<String> producer = Txns.producer(probing, topic)) {
             ExecutorService threads = Executors.newFixedThreadPool(THREADS);
             List<Future<?>> workers = new ArrayList<>();
             start = System.nanoTime();
@@ -78,9 +84,12 @@ class RetentionWindowIT {
             }
             long next = System.nanoTime();
             while (System.nanoTime() - start < LOAD.toNanos()) {
-                Transaction probe = Txns.open(probing, Duration.ofMinutes(5));
-                probe.commit().get(60, TimeUnit.SECONDS);
-                probes.add(probe.getTxnID());
+                String value = "probe-" + probes.size();
+                probes.add(Txns.committed(probing, producer, value));
+                probeValues.add(value);
+                if (probes.size() % 10 == 0) {
+                    abortedProbes.add(Txns.aborted(probing, producer, "dropped-" + probes.size()));
+                }
                 next += TimeUnit.SECONDS.toNanos(1);
                 long wait = next - System.nanoTime();
                 if (wait > 0) {
@@ -99,13 +108,19 @@ class RetentionWindowIT {
                 failures.size());
         assertThat(failures).as("load failures").isEmpty();
         assertThat(probes).hasSizeGreaterThanOrEqualTo(50);
-        checkCompactionIsPaced(committed.get() + probes.size(), loadStartMillis);
+        checkCompactionIsPaced(committed.get() + probes.size() + abortedProbes.size(), loadStartMillis);
 
         try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
             for (TxnID probe : probes) {
                 assertThat(retry.commit(probe)).as("commit retry of probe %s", probe).isEqualTo(EndAnswer.SUCCESS);
                 assertThat(retry.abort(probe)).as("abort of committed probe %s", probe)
                         .isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
+            }
+            for (TxnID probe : abortedProbes) {
+                assertThat(retry.abort(probe)).as("abort retry of aborted probe %s", probe)
+                        .isEqualTo(EndAnswer.SUCCESS);
+                assertThat(retry.commit(probe)).as("commit of aborted probe %s", probe)
+                        .isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
             }
         }
 
@@ -121,9 +136,17 @@ class RetentionWindowIT {
                 assertThat(retry.commit(probe)).as("commit retry of probe %s after the crash", probe)
                         .isEqualTo(EndAnswer.SUCCESS);
             }
+            for (TxnID probe : abortedProbes) {
+                assertThat(retry.commit(probe)).as("commit of aborted probe %s after the crash", probe)
+                        .isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+            }
         }
-        System.out.printf("%d probe retries after the crash answered in %.1f s%n", probes.size(),
-                (System.nanoTime() - retryStart) / 1e9);
+        System.out.printf("%d probe retries after the crash answered in %.1f s%n",
+                probes.size() + abortedProbes.size(), (System.nanoTime() - retryStart) / 1e9);
+        try (PulsarClient client = Txns.client(pulsar)) {
+            assertThat(Txns.readAll(client, topic)).as("each committed probe's message once, no aborted one")
+                    .containsExactlyElementsOf(probeValues);
+        }
     }
 
     /**

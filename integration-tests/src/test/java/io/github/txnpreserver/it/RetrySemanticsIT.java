@@ -48,7 +48,7 @@ class RetrySemanticsIT {
             assertThat(retry.commit(txn)).isEqualTo(EndAnswer.SUCCESS);
             assertThat(retry.commit(txn)).isEqualTo(EndAnswer.SUCCESS);
             assertThat(retry.abort(txn)).isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
-            assertThat(retry.lastMessage()).contains("COMMITTING");
+            assertThat(retry.lastMessage()).contains("but it is in COMMITTING status");
 
             assertThat(Txns.readAll(client, topic)).containsExactly("a", "b");
         }
@@ -62,7 +62,7 @@ class RetrySemanticsIT {
 
             assertThat(retry.abort(txn)).isEqualTo(EndAnswer.SUCCESS);
             assertThat(retry.commit(txn)).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
-            assertThat(retry.lastMessage()).contains("ABORTING");
+            assertThat(retry.lastMessage()).contains("but it is in ABORTING status");
 
             assertThat(Txns.readAll(client, topic)).isEmpty();
         }
@@ -75,6 +75,8 @@ class RetrySemanticsIT {
             TxnID txn = Txns.timedOut(client, admin, producer, "never");
 
             assertThat(retry.commit(txn)).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+            assertThat(retry.lastMessage()).startsWith("Transaction " + txn + " was aborted on its timeout at ")
+                    .endsWith("it cannot be committed");
             assertThat(retry.abort(txn)).isEqualTo(EndAnswer.SUCCESS);
 
             assertThat(Txns.readAll(client, topic)).isEmpty();
@@ -91,6 +93,7 @@ class RetrySemanticsIT {
             admin.transactions().abortTransaction(txn.getTxnID());
 
             assertThat(retry.commit(txn.getTxnID())).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+            assertThat(retry.lastMessage()).as("not a timeout's refusal").contains("but it is in ABORTING status");
             assertThat(retry.abort(txn.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
             assertThat(Txns.readAll(client, topic)).isEmpty();
         }
@@ -101,7 +104,9 @@ class RetrySemanticsIT {
         TxnID unknown = new TxnID(0, 987_654_321L);
 
         assertThat(retry.commit(unknown)).isEqualTo(EndAnswer.NOT_FOUND);
+        assertThat(retry.lastMessage()).contains("was never issued");
         assertThat(retry.abort(unknown)).isEqualTo(EndAnswer.NOT_FOUND);
+        assertThat(retry.lastMessage()).contains("was never issued");
     }
 
     @Test
@@ -112,11 +117,13 @@ class RetrySemanticsIT {
             TxnID dropped = Txns.aborted(client, producer, "x1");
             TxnID second = Txns.committed(client, producer, "c2", "c3");
             for (int attempt = 0; attempt < 3; attempt++) {
-                retry.commit(first);
-                retry.abort(first);
-                retry.commit(dropped);
-                retry.abort(dropped);
-                retry.commit(second);
+                assertThat(retry.commit(first)).as("commit %d of first", attempt).isEqualTo(EndAnswer.SUCCESS);
+                assertThat(retry.abort(first)).as("abort %d of first", attempt)
+                        .isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
+                assertThat(retry.commit(dropped)).as("commit %d of dropped", attempt)
+                        .isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+                assertThat(retry.abort(dropped)).as("abort %d of dropped", attempt).isEqualTo(EndAnswer.SUCCESS);
+                assertThat(retry.commit(second)).as("commit %d of second", attempt).isEqualTo(EndAnswer.SUCCESS);
             }
 
             assertThat(Txns.readAll(client, topic)).containsExactly("c1", "c2", "c3");

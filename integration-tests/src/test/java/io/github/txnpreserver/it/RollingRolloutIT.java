@@ -194,7 +194,7 @@ class RollingRolloutIT {
         try (RetryingEndClient retry = RetryingEndClient.connect(cluster.serviceUrl())) {
             for (Attempt attempt : selected) {
                 EndAnswer answer = attempt.commit() ? retry.commit(attempt.txn()) : retry.abort(attempt.txn());
-                Claim claim = claimOf(attempt, answer);
+                Claim claim = claimOf(attempt, answer, retry.lastMessage());
                 counts.merge(claim, 1, Integer::sum);
                 claims.computeIfAbsent(attempt.txn(), ignored -> new HashSet<>()).add(claim);
                 if (attempt.confirmed()) {
@@ -208,14 +208,14 @@ class RollingRolloutIT {
         return counts;
     }
 
-    private static Claim claimOf(Attempt attempt, EndAnswer answer) {
+    private static Claim claimOf(Attempt attempt, EndAnswer answer, String said) {
         return switch (answer) {
             case SUCCESS -> attempt.commit() ? Claim.COMMITTED : Claim.ABORTED;
             case REFUSED_AS_COMMITTED -> Claim.COMMITTED;
             case REFUSED_AS_ABORTED -> Claim.ABORTED;
             case NOT_FOUND -> Claim.NOT_FOUND;
-            case REFUSED_OTHER -> throw new AssertionError("retry of " + attempt.txn() + " refused naming neither"
-                    + " outcome");
+            case FAILED -> throw new AssertionError("retry of " + attempt.txn() + " failed with an error no retry"
+                    + " changes: " + said);
         };
     }
 

@@ -1,20 +1,25 @@
 package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.admin.PulsarAdminException;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.ProducerAccessMode;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -30,6 +35,8 @@ import org.junit.jupiter.api.Test;
 class StateTopicFaultsIT {
 
     private static final String STATE_TOPIC = "persistent://pulsar/system/__terminated_txn_state_0";
+    /** The name of the other producer that opens the state topic, to tell it from the plugin's writer. */
+    private static final String INTRUDER = "txn-preserver-it-intruder";
 
     /**
      * Records the plugin cannot read: under block 0's key (the one block a fresh coordinator
@@ -89,7 +96,7 @@ class StateTopicFaultsIT {
 
                 admin.topics().delete(STATE_TOPIC, true);
 
-                live.commit().get();
+                live.commit().get(Txns.REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
                 try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                     assertThat(retry.commit(live.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
                     assertThat(retry.commit(endedBefore)).as("still kept in memory").isEqualTo(EndAnswer.SUCCESS);
@@ -126,16 +133,23 @@ class StateTopicFaultsIT {
                 values.add("loads-the-coordinator");
                 AtomicBoolean running = new AtomicBoolean(true);
                 AtomicInteger unloads = new AtomicInteger();
+                AtomicReference<Throwable> unloaderFailure = new AtomicReference<>();
                 // The topic is closed, fenced and reopened over and over, under the coordinator's writer.
                 Thread unloader = new Thread(() -> {
-                    while (running.get()) {
-                        try {
-                            admin.topics().unload(STATE_TOPIC);
-                            unloads.incrementAndGet();
+                    try {
+                        while (running.get()) {
+                            try {
+                                admin.topics().unload(STATE_TOPIC);
+                                unloads.incrementAndGet();
+                            } catch (PulsarAdminException e) {
+                                // Unloading a topic that is just reloading fails; the next round unloads it.
+                            }
                             Thread.sleep(150);
-                        } catch (Exception e) {
-                            // Unloading a topic that is just reloading fails; the next round unloads it.
                         }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    } catch (RuntimeException | Error e) {
+                        unloaderFailure.set(e);
                     }
                 }, "state-topic-unloader");
                 unloader.start();
@@ -161,6 +175,7 @@ class StateTopicFaultsIT {
                     unloader.join(Duration.ofMinutes(2).toMillis());
                 }
                 assertThat(unloader.isAlive()).as("the unloader ended").isFalse();
+                assertThat(unloaderFailure.get()).as("the unloader's failure").isNull();
                 System.out.printf("state topic unloaded %d times while 60 commits and their records were written;"
                         + " longest commit %.1f s%n", unloads.get(), longestCommitNanos / 1e9);
             }
@@ -183,6 +198,7 @@ class StateTopicFaultsIT {
      * writer is fenced; the next write finds it so and the coordinator closes here (the
      * other writer might be a new owner); the client's retry reconnects, the broker opens
      * the coordinator again (fencing in turn), and the commit completes with no operator.
+     * The new writer writes every outcome ended since, before any restart.
      */
     @Test
     void aWriterFencedByAnotherProducerClosesTheCoordinatorWhichReopensAndTheCommitCompletes() throws Exception {
@@ -191,12 +207,13 @@ class StateTopicFaultsIT {
             List<TxnID> committed = new ArrayList<>();
             try (PulsarClient client = Txns.client(pulsar);
                  PulsarClient other = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build();
+                 PulsarAdmin admin = Txns.admin(pulsar);
                  Producer<String> producer = Txns.producer(client, topic)) {
                 TxnID before = Txns.committed(client, producer, "before");
                 Transaction afterFence = Txns.open(client, Duration.ofMinutes(10));
                 producer.newMessage(afterFence).value("after-fence").send();
 
-                other.newProducer(Schema.BYTES).topic(STATE_TOPIC)
+                other.newProducer(Schema.BYTES).topic(STATE_TOPIC).producerName(INTRUDER)
                         .accessMode(ProducerAccessMode.ExclusiveWithFencing).create().close();
 
                 long start = System.nanoTime();
@@ -204,13 +221,19 @@ class StateTopicFaultsIT {
                 System.out.printf("fenced by another producer: the commit completed %.1f s after the fence%n",
                         (System.nanoTime() - start) / 1e9);
                 TxnID next = Txns.committed(client, producer, "next");
+                TxnID dropped = Txns.aborted(client, producer, "dropped");
                 committed.addAll(List.of(before, afterFence.getTxnID(), next));
                 try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                     assertThat(retry.commit(before)).isEqualTo(EndAnswer.SUCCESS);
                     assertThat(retry.commit(afterFence.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
                     assertThat(retry.commit(next)).isEqualTo(EndAnswer.SUCCESS);
+                    assertThat(retry.abort(dropped)).isEqualTo(EndAnswer.SUCCESS);
+                    assertThat(retry.commit(dropped)).isEqualTo(EndAnswer.REFUSED_AS_ABORTED);
+                    awaitThePluginWritesAgain(admin, other, retry,
+                            Map.of(afterFence.getTxnID(), true, next, true, dropped, false));
                 }
-                assertThat(Txns.readAll(client, topic)).containsExactly("before", "after-fence", "next");
+                assertThat(Txns.readAll(client, topic)).as("each acknowledged commit's data once, no aborted data")
+                        .containsExactly("before", "after-fence", "next");
             }
             assertThat(Files.readString(pulsar.logFile())).as("not fenced back from the fenced writer")
                     .contains("closing the coordinator here, to be opened again where it is owned");
@@ -220,7 +243,8 @@ class StateTopicFaultsIT {
 
     /**
      * An intruder keeps the state topic while commits go on: the coordinator closes and the
-     * broker opens it again, which fences the intruder; no commit is lost or confirmed
+     * broker opens it again, which fences the intruder back (its next send fails as fenced);
+     * the plugin's writer writes again with no restart, and no commit is lost or confirmed
      * without its record.
      */
     @Test
@@ -228,16 +252,50 @@ class StateTopicFaultsIT {
         try (LocalPulsar pulsar = LocalPulsar.start("state-intruder", Map.of("transactionMetaPersistCount", "10"))) {
             String topic = Txns.uniqueTopic("state-intruder");
             List<TxnID> committed = new ArrayList<>();
+            List<String> committedValues = new ArrayList<>();
             try (PulsarClient client = Txns.client(pulsar);
                  PulsarClient other = PulsarClient.builder().serviceUrl(pulsar.serviceUrl()).build();
-                 Producer<String> producer = Txns.producer(client, topic)) {
+                 PulsarAdmin admin = Txns.admin(pulsar);
+                 Producer<String> producer = Txns.producer(client, topic);
+                 RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                 committed.add(Txns.committed(client, producer, "before"));
-                Producer<byte[]> intruder = other.newProducer(Schema.BYTES).topic(STATE_TOPIC)
-                        .accessMode(ProducerAccessMode.ExclusiveWithFencing).create();
-                for (int i = 0; i < 5; i++) {
-                    committed.add(Txns.committed(client, producer, "value-" + i));
+                committedValues.add("before");
+                Map<TxnID, Boolean> endedDuringTheIntrusion = new LinkedHashMap<>();
+                try (Producer<byte[]> intruder = other.newProducer(Schema.BYTES).topic(STATE_TOPIC)
+                        .producerName(INTRUDER).accessMode(ProducerAccessMode.ExclusiveWithFencing)
+                        .sendTimeout(30, TimeUnit.SECONDS).create()) {
+                    for (int i = 0; i < 5; i++) {
+                        TxnID txn = Txns.committed(client, producer, "value-" + i);
+                        committed.add(txn);
+                        committedValues.add("value-" + i);
+                        endedDuringTheIntrusion.put(txn, true);
+                    }
+                    endedDuringTheIntrusion.put(Txns.aborted(client, producer, "dropped-during"), false);
+
+                    awaitThePluginWritesAgain(admin, other, retry, endedDuringTheIntrusion);
+                    // Fenced back, the intruder is refused, not taken back: its reconnection finds
+                    // the topic's epoch moved on.
+                    assertThatThrownBy(() -> intruder.newMessage().key("intruder")
+                            .value("not a record".getBytes(StandardCharsets.UTF_8)).send())
+                            .as("the intruder's next send").isInstanceOf(PulsarClientException.ProducerFencedException.class);
                 }
-                intruder.closeAsync();
+
+                // The intruder's last reconnection closed the writer once more on its way out:
+                // what ends now is written all the same.
+                TxnID after = Txns.committed(client, producer, "after-fenced-back");
+                committed.add(after);
+                committedValues.add("after-fenced-back");
+                TxnID droppedAfter = Txns.aborted(client, producer, "dropped-after");
+                awaitThePluginWritesAgain(admin, other, retry, Map.of(after, true, droppedAfter, false));
+                for (Map.Entry<TxnID, Boolean> txn : endedDuringTheIntrusion.entrySet()) {
+                    assertThat(txn.getValue() ? retry.commit(txn.getKey()) : retry.abort(txn.getKey()))
+                            .as("retried end of %s", txn.getKey()).isEqualTo(EndAnswer.SUCCESS);
+                    assertThat(txn.getValue() ? retry.abort(txn.getKey()) : retry.commit(txn.getKey()))
+                            .as("the other end of %s", txn.getKey())
+                            .isEqualTo(txn.getValue() ? EndAnswer.REFUSED_AS_COMMITTED : EndAnswer.REFUSED_AS_ABORTED);
+                }
+                assertThat(Txns.readAll(client, topic)).as("each acknowledged commit's data once, no aborted data")
+                        .containsExactlyElementsOf(committedValues);
             }
             assertOutcomesSurviveARestart(pulsar, committed);
         }
@@ -305,6 +363,34 @@ class StateTopicFaultsIT {
             }
             assertOutcomesSurviveARestart(pulsar, committed);
         }
+    }
+
+    /**
+     * The plugin's writer has the state topic again and writes it, with no restart: the
+     * topic's one producer is an {@code ExclusiveWithFencing} one other than the intruder, and
+     * the records of these transactions (all ended since the intruder came, true for
+     * committed) have landed, each with its outcome. Each round first retries the end of one of
+     * them, answered success: a coordinator closed after a fence opens again at a request.
+     */
+    private static void awaitThePluginWritesAgain(PulsarAdmin admin, PulsarClient reader, RetryingEndClient retry,
+                                                  Map<TxnID, Boolean> endedSince) {
+        Map.Entry<TxnID, Boolean> probe = endedSince.entrySet().iterator().next();
+        List<String> expected = endedSince.entrySet().stream().map(txn -> StateTopicReader.nameOf(txn.getKey())
+                + (txn.getValue() ? " COMMITTED" : " ABORTED")).toList();
+        long start = System.nanoTime();
+        Awaitility.await("the plugin's writer writes the state topic again").atMost(Duration.ofMinutes(2))
+                .pollInterval(Duration.ofSeconds(1)).ignoreExceptions().untilAsserted(() -> {
+                    assertThat(probe.getValue() ? retry.commit(probe.getKey()) : retry.abort(probe.getKey()))
+                            .as("retried end of %s", probe.getKey()).isEqualTo(EndAnswer.SUCCESS);
+                    assertThat(admin.topics().getStats(STATE_TOPIC).getPublishers()).as("the state topic's writers")
+                            .singleElement().satisfies(writer -> {
+                                assertThat(writer.getProducerName()).isNotEqualTo(INTRUDER);
+                                assertThat(writer.getAccessMode()).isEqualTo(ProducerAccessMode.ExclusiveWithFencing);
+                            });
+                    assertThat(StateTopicReader.records(reader, STATE_TOPIC)).containsAll(expected);
+                });
+        System.out.printf("the plugin's writer wrote the state topic again %.1f s later%n",
+                (System.nanoTime() - start) / 1e9);
     }
 
     /**

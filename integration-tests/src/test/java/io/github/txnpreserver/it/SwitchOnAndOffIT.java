@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.transaction.Transaction;
@@ -42,7 +43,7 @@ class SwitchOnAndOffIT {
                 pulsar.stop();
                 pulsar.start();
 
-                inFlight.commit().get();
+                inFlight.commit().get(Txns.REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
                 try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                     assertThat(retry.commit(inFlight.getTxnID())).isEqualTo(EndAnswer.SUCCESS);
                     assertThat(retry.abort(inFlight.getTxnID())).isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);
@@ -70,8 +71,8 @@ class SwitchOnAndOffIT {
                 pulsar.stop();
                 pulsar.start();
 
-                inFlight.commit().get();
-                toAbort.abort().get();
+                inFlight.commit().get(Txns.REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
+                toAbort.abort().get(Txns.REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
                 try (RetryingEndClient retry = RetryingEndClient.connect(pulsar.serviceUrl())) {
                     assertThat(retry.commit(inFlight.getTxnID())).as("stock again").isEqualTo(EndAnswer.NOT_FOUND);
                 }

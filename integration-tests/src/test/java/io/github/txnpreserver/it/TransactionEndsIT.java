@@ -104,7 +104,7 @@ class TransactionEndsIT {
     private static TxnID transactionWith(PulsarClient client, Producer<String> producer, String value,
                                          Duration timeout) throws Exception {
         Transaction txn = client.newTransaction().withTransactionTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS)
-                .build().get();
+                .build().get(1, TimeUnit.MINUTES);
         producer.newMessage(txn).value(value).send();
         return txn.getTxnID();
     }

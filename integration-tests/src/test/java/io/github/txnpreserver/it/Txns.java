@@ -21,6 +21,12 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 final class Txns {
 
     private static final String END_MARK = "end of the test's read ";
+    /**
+     * How long an open, commit or abort may take: far past the client's operation timeout
+     * (30 s), after which the client fails the request itself. A request left unanswered fails
+     * the test here instead of holding it.
+     */
+    static final Duration REQUEST_BOUND = Duration.ofMinutes(2);
 
     private Txns() {
     }
@@ -44,7 +50,8 @@ final class Txns {
     }
 
     static Transaction open(PulsarClient client, Duration timeout) throws Exception {
-        return client.newTransaction().withTransactionTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS).build().get();
+        return client.newTransaction().withTransactionTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS).build()
+                .get(REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** A transaction holding {@code values} on the producer's topic, committed. */
@@ -53,7 +60,7 @@ final class Txns {
         for (String value : values) {
             producer.newMessage(txn).value(value).send();
         }
-        txn.commit().get();
+        txn.commit().get(REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
         return txn.getTxnID();
     }
 
@@ -63,7 +70,7 @@ final class Txns {
         for (String value : values) {
             producer.newMessage(txn).value(value).send();
         }
-        txn.abort().get();
+        txn.abort().get(REQUEST_BOUND.toMillis(), TimeUnit.MILLISECONDS);
         return txn.getTxnID();
     }
 

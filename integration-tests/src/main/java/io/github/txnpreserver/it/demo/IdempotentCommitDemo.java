@@ -230,7 +230,7 @@ public final class IdempotentCommitDemo {
             case SUCCESS -> "success";
             case REFUSED_AS_COMMITTED -> "refused: the transaction was committed";
             case REFUSED_AS_ABORTED -> "refused: the transaction was aborted";
-            case REFUSED_OTHER -> "refused: invalid status";
+            case FAILED -> "failed (no retry changes it)";
             case NOT_FOUND -> "TransactionNotFound";
         };
     }
