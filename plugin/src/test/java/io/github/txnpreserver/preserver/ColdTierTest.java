@@ -618,6 +618,7 @@ class ColdTierTest {
             assertThat(cold.next(3)).isEqualTo(5);
             assertThat(cold.next(5)).as("past the rest of its page, an empty page, into the next")
                     .isEqualTo(2 * 256 + 7);
+            assertThat(cold.next(2 * 256)).as("within a later page").isEqualTo(2 * 256 + 7);
             assertThat(cold.next(2 * 256 + 7)).isEqualTo(-1);
             assertThat(cold.indexes().toLongArray()).containsExactly(3L, 5L, 2 * 256 + 7L);
             assertThat(cold.blocks()).isEqualTo(3);

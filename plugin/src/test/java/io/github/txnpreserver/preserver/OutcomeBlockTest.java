@@ -70,6 +70,19 @@ class OutcomeBlockTest {
         assertThat(block.minTime()).as("the last offset counts").isEqualTo(T + 60);
     }
 
+    @Test
+    void theRecomputedOldestEndTimeIsTheOldestOfEveryOutcomeLeft() {
+        OutcomeBlock block = new OutcomeBlock(0);
+        block.set(0, Outcome.COMMITTED, T + 50, ALICE);
+        block.set(1, Outcome.COMMITTED, T + 40, ALICE);
+        block.set(2, Outcome.COMMITTED, T + 30, ALICE);
+
+        block.clear(2);
+        block.recomputeMinTime();
+
+        assertThat(block.minTime()).isEqualTo(T + 40);
+    }
+
     @Nested
     @DisplayName("End times")
     class EndTimes {
