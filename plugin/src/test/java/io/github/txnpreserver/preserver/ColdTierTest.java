@@ -133,6 +133,7 @@ class ColdTierTest {
         void aRetryOfAnOutcomeWhoseBlockWentColdIsAnsweredFromItsRecordWithItsOwner() {
             blockZeroCold();
             int readsBefore = topic.coldReadCount();
+            long keptLookupsBefore = preserver.stats().keptLookups.sum();
 
             assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
@@ -141,6 +142,8 @@ class ColdTierTest {
 
             assertThat(topic.coldReadCount() - readsBefore).as("the record read once, then remembered").isEqualTo(1);
             assertThat(preserver.stats().coldLookups.sum()).isEqualTo(2);
+            assertThat(preserver.stats().keptLookups.sum() - keptLookupsBefore)
+                    .as("the two from their record and the one in memory").isEqualTo(3);
             assertThat(figures().memoryEvictions()).isZero();
         }
 
