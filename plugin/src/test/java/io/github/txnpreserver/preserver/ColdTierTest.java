@@ -191,6 +191,21 @@ class ColdTierTest {
         }
 
         @Test
+        void aColdReadInFlightWhenTheCoordinatorClosesIsAnsweredUnavailableAtOnce() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> inFlight = lookUpAsync(1);
+            assertThat(inFlight).isNotDone();
+
+            preserver.closeAsync();
+            scheduler.runReady();
+
+            assertThat(inFlight).isCompletedExceptionally();
+            assertThat(Futures.failureOf(inFlight)).isInstanceOf(PreserverUnavailableException.class);
+            topic.releaseColdReads();
+        }
+
+        @Test
         void theRecordIsFoundUnderItsPositionAfterTheTopicWasCompacted() {
             blockZeroCold();
             topic.compact();
