@@ -203,6 +203,7 @@ class ClientFloorTest {
         ClientFloor floor = new ClientFloor(3, 100);
         add(floor, 5, ALICE, 1);
         add(floor, 5, BOB, 100);
+        assertThat(floor.clients()).as("alice's only entry left her ring with it").isEqualTo(1);
 
         floor.expire(50, this::record);
 

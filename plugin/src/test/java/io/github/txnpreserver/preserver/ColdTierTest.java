@@ -133,6 +133,7 @@ class ColdTierTest {
         void aRetryOfAnOutcomeWhoseBlockWentColdIsAnsweredFromItsRecordWithItsOwner() {
             blockZeroCold();
             int readsBefore = topic.coldReadCount();
+            long keptLookupsBefore = preserver.stats().keptLookups.sum();
 
             assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(lookUp(2)).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, "bob", NOW));
@@ -141,6 +142,8 @@ class ColdTierTest {
 
             assertThat(topic.coldReadCount() - readsBefore).as("the record read once, then remembered").isEqualTo(1);
             assertThat(preserver.stats().coldLookups.sum()).isEqualTo(2);
+            assertThat(preserver.stats().keptLookups.sum() - keptLookupsBefore)
+                    .as("the two from their record and the one in memory").isEqualTo(3);
             assertThat(figures().memoryEvictions()).isZero();
         }
 
@@ -185,6 +188,21 @@ class ColdTierTest {
                     new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
 
             assertThat(preserver.lookUp(txn(1))).as("asked of the thread again, not remembered").isNotDone();
+        }
+
+        @Test
+        void aColdReadInFlightWhenTheCoordinatorClosesIsAnsweredUnavailableAtOnce() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> inFlight = lookUpAsync(1);
+            assertThat(inFlight).isNotDone();
+
+            preserver.closeAsync();
+            scheduler.runReady();
+
+            assertThat(inFlight).isCompletedExceptionally();
+            assertThat(Futures.failureOf(inFlight)).isInstanceOf(PreserverUnavailableException.class);
+            topic.releaseColdReads();
         }
 
         @Test
@@ -605,6 +623,71 @@ class ColdTierTest {
             assertThat(cold.minTime()).isEqualTo(1001);
             assertThat(cold.expiredThrough(1999).toLongArray()).isEmpty();
             assertThat(cold.expiredThrough(2001).toLongArray()).containsExactly(1L);
+        }
+
+        @Test
+        void walksTheColdBlocksInIndexOrderAcrossPages() {
+            cold.put(3, new RecordPosition(1, 1, -1, 0), 1, 10, 10);
+            cold.put(5, new RecordPosition(1, 2, -1, 0), 1, 10, 10);
+            cold.put(2 * 256 + 7, new RecordPosition(1, 3, -1, 0), 1, 10, 10);
+
+            assertThat(cold.next(-1)).isEqualTo(3);
+            assertThat(cold.next(2)).isEqualTo(3);
+            assertThat(cold.next(3)).isEqualTo(5);
+            assertThat(cold.next(5)).as("past the rest of its page, an empty page, into the next")
+                    .isEqualTo(2 * 256 + 7);
+            assertThat(cold.next(2 * 256)).as("within a later page").isEqualTo(2 * 256 + 7);
+            assertThat(cold.next(2 * 256 + 7)).isEqualTo(-1);
+            assertThat(cold.indexes().toLongArray()).containsExactly(3L, 5L, 2 * 256 + 7L);
+            assertThat(cold.blocks()).isEqualTo(3);
+
+            cold.remove(5);
+
+            assertThat(cold.blocks()).isEqualTo(2);
+            assertThat(cold.next(3)).isEqualTo(2 * 256 + 7);
+        }
+
+        @Test
+        void keepsEachBlocksOwnEndTimesAndMovesItsRecordOnlyIfCold() {
+            cold.put(256 + 5, new RecordPosition(1, 1, -1, 0), 2, 100, 150);
+            cold.put(256 + 255, new RecordPosition(1, 2, -1, 0), 2, 300, 350);
+
+            assertThat(cold.minTime(256 + 5)).isEqualTo(100);
+            assertThat(cold.maxTime(256 + 5)).isEqualTo(150);
+            assertThat(cold.minTime(256 + 255)).isEqualTo(300);
+
+            cold.moved(256 + 5, new RecordPosition(2, 9, 1, 3));
+            cold.moved(256 + 6, new RecordPosition(2, 10, -1, 0));
+
+            assertThat(cold.positionOf(256 + 5)).isEqualTo(new RecordPosition(2, 9, 1, 3));
+            assertThat(cold.positionOf(256 + 255)).isEqualTo(new RecordPosition(1, 2, -1, 0));
+            assertThat(cold.contains(256 + 6)).isFalse();
+        }
+
+        @Test
+        void theOldestEndTimeFollowsABlockThatHeldItButNotTheOldestNewest() {
+            cold.put(1, new RecordPosition(1, 1, -1, 0), 1, 100, 500);
+            cold.put(2, new RecordPosition(1, 2, -1, 0), 1, 200, 300);
+            assertThat(cold.minTime()).isEqualTo(100);
+
+            cold.remove(1);
+
+            assertThat(cold.minTime()).isEqualTo(200);
+        }
+
+        @Test
+        void forgetsEveryBlockWhenCleared() {
+            cold.put(1, new RecordPosition(1, 1, -1, 0), 4, 100, 500);
+            cold.put(700, new RecordPosition(1, 2, -1, 0), 4, 200, 300);
+
+            cold.clear();
+
+            assertThat(cold.contains(1)).isFalse();
+            assertThat(cold.lowest()).isEqualTo(-1);
+            assertThat(cold.blocks()).isZero();
+            assertThat(cold.outcomes()).isZero();
+            assertThat(cold.bytes()).isZero();
+            assertThat(cold.minTime()).isEqualTo(Integer.MAX_VALUE);
         }
 
         @Test

@@ -128,4 +128,23 @@ class CompactionPacingTest {
         assertThat(pacing.applied(forTheNewTopic)).as("asked before the last reset").isFalse();
         assertThat(pacing.applied()).isEqualTo(-1);
     }
+
+    @Test
+    void ignoresAFailureOrARefusalAnsweredForARequestAskedBeforeAReset() {
+        CompactionPacing.Request old = pacing.nextRequest(1);
+        pacing.reset();
+
+        assertThat(pacing.failed(old)).isFalse();
+        assertThat(pacing.unsupported(old)).isFalse();
+        assertThat(check(1)).as("neither backs off nor stops the requests").isEqualTo(MIN_THRESHOLD_BYTES);
+    }
+
+    @Test
+    void aRestoreThatReadNoRecordLeavesTheMeanRecordSizeAsItWas() {
+        pacing.recordSeen(1_000);
+
+        pacing.recordsRead(0, 0);
+
+        assertThat(pacing.estimatedViewBytes(100)).isEqualTo(100_000);
+    }
 }

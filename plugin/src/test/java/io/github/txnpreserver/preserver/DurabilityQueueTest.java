@@ -496,5 +496,85 @@ class DurabilityQueueTest {
             assertThat(ran).isEmpty();
             assertThat(waitFor(0, "after")).isTrue();
         }
+
+        /** A queue cleared and used again starts afresh: no backoff, no held count left over. */
+        @Test
+        void aClearedQueueKeepsNoBackoffNorHeldCountForItsNextUse() {
+            queue.changed(2);
+            queue.failed(drainOne(), now);
+            queue.failed(queue.drain(NONE_HELD, now + FIRST).get(0), now + FIRST);
+            queue.changed(4);
+            queue.afterDurable(4, true, waiter("held"));
+
+            queue.clear();
+            queue.changed(2);
+            queue.changed(4);
+            queue.afterDurable(4, true, waiter("held again"));
+
+            List<DurabilityQueue.Write> writes = drain();
+            assertThat(writes).as("no backoff left").extracting(DurabilityQueue.Write::blockIndex)
+                    .containsExactly(2L, 4L);
+            queue.failed(writes.get(0), now);
+            assertThat(queue.nextRetryNanos(NONE_HELD)).as("the first backoff again").isEqualTo(now + FIRST);
+            queue.holdReleased(NONE_HELD);
+            assertThat(queue.waitingForHeld()).isZero();
+        }
+
+        /** Of two held waiters, the one a landing releases leaves the held count; the other stays in it. */
+        @Test
+        void aLandingThatReleasesSomeOfAHeldBlocksWaitersLeavesTheRestCountedAsHeld() {
+            queue.changed(3);
+            DurabilityQueue.Write first = drainOne();
+            queue.afterDurable(3, true, waiter("held, first write"));
+            queue.changed(3);
+            queue.afterDurable(3, true, waiter("held, next write"));
+
+            queue.landed(first);
+
+            assertThat(ran).containsExactly("held, first write");
+            assertThat(queue.waiting()).isEqualTo(1);
+            assertThat(queue.waitingForHeld()).isEqualTo(1);
+            queue.holdReleased(NONE_HELD);
+            assertThat(queue.waitingForHeld()).isZero();
+        }
+
+        @Test
+        void aBlockIsDurableOnlyWhenNothingOfItWaitsToBeWrittenOrIsBeingWritten() {
+            assertThat(queue.isDurable(6)).as("never changed").isTrue();
+            queue.changed(6);
+            assertThat(queue.isDurable(6)).as("dirty").isFalse();
+            DurabilityQueue.Write write = drainOne();
+            assertThat(queue.isDurable(6)).as("in flight").isFalse();
+
+            assertThat(queue.landed(write)).isTrue();
+
+            assertThat(queue.isDurable(6)).isTrue();
+        }
+
+        @Test
+        void aWriteTakenBeforeARewriteCountsForNothingWhenItLands() {
+            queue.changed(1);
+            DurabilityQueue.Write before = drainOne();
+            waitFor(1, "waiter");
+
+            queue.rewrite(blocks(1));
+
+            assertThat(queue.landed(before)).isFalse();
+            assertThat(ran).isEmpty();
+            assertThat(queue.landed(drainOne())).isTrue();
+            assertThat(ran).containsExactly("waiter");
+        }
+
+        @Test
+        void theNextRetryIsTheEarliestOfTheBlocksBackingOff() {
+            queue.changed(1);
+            queue.changed(2);
+            List<DurabilityQueue.Write> writes = drain();
+            queue.failed(writes.get(1), now);
+            queue.failed(writes.get(0), now + 10 * MS);
+
+            assertThat(queue.nextRetryNanos(NONE_HELD)).isEqualTo(now + FIRST);
+            assertThat(queue.nextRetryNanos(index -> index == 2)).as("block 2 held").isEqualTo(now + 10 * MS + FIRST);
+        }
     }
 }

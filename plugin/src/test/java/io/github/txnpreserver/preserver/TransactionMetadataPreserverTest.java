@@ -379,6 +379,20 @@ class TransactionMetadataPreserverTest {
             assertThat(second.compactionThreshold()).isEqualTo(CompactionPacing.MIN_THRESHOLD_BYTES);
         }
 
+        /** Started, the preserver paces the compaction by itself, at each check of the broker's monitor. */
+        @Test
+        void onceStartedAsksAgainAtTheNextCheckByItself() {
+            topic.answerThresholdsWith((Boolean) null);
+            TransactionMetadataPreserver second = restored(newPreserver(2, 100));
+            settle(second);
+            assertThat(second.compactionThreshold()).isEqualTo(-1);
+
+            second.start();
+            scheduler.advance(CompactionPacing.CHECK_INTERVAL);
+
+            assertThat(second.compactionThreshold()).isEqualTo(CompactionPacing.MIN_THRESHOLD_BYTES);
+        }
+
         @Test
         void asksAgainWhenTheTopicWasCreatedAgainItsPoliciesGoneWithTheOldOne() {
             settle(preserver);
@@ -887,6 +901,20 @@ class TransactionMetadataPreserverTest {
             scheduler.execute(preserver::checkTopicCreatedAgain);
             settle(preserver);
             assertThat(topic.valueCount()).as("written once").isEqualTo(2);
+        }
+
+        /** Started, the preserver checks by itself, every few seconds, whether its topic was created again. */
+        @Test
+        void onceStartedATopicThatCameBackEmptyGetsEveryKeptBlockByItself() {
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(300), Outcome.ABORTED, "bob"));
+            preserver.start();
+            topic.deleteTopicAndComeBackEmpty();
+
+            scheduler.advance(TransactionMetadataPreserver.TOPIC_CHECK_INTERVAL);
+            stepUntil(() -> topic.liveKeys().size() == 2);
+
+            assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300");
         }
 
         @Test

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.transaction.coordinator.TransactionSubscription;
 import org.apache.pulsar.transaction.coordinator.TxnMeta;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.TransactionNotFoundException;
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
@@ -84,8 +85,12 @@ class ResolutionTest {
         TxnMeta meta = await(coordinator.store().getTxnMeta(txn));
 
         assertThat(resolutionOf(txn)).isEqualTo(Resolution.KEPT);
+        assertThat(meta.id()).isEqualTo(txn);
         assertThat(meta.status()).isEqualTo(TxnStatus.ABORTING);
         assertThat(meta.getOwner()).isEqualTo("alice");
+        assertThat(meta.getOpenTimestamp()).as("its end time stands in for its open time")
+                .isEqualTo(CoordinatorHarness.START_MILLIS);
+        assertThat(meta.getTimeoutAt()).isZero();
         assertThat(meta.producedPartitions()).isEmpty();
         assertThat(meta.ackedPartitions()).isEmpty();
         assertThat(await(coordinator.store().getTxnStatus(txn))).isEqualTo(TxnStatus.ABORTING);
@@ -120,6 +125,35 @@ class ResolutionTest {
             assertThat(VALID_PREVIOUS.get(observed.get(i)))
                     .as("%s -> %s", observed.get(i - 1), observed.get(i)).contains(observed.get(i - 1));
         }
+    }
+
+    @Test
+    void aTimeoutAbortReportedOpenToTheEndChainIsOtherwiseTheLiveTransaction() throws Exception {
+        TxnID txn = coordinator.open("alice");
+        coordinator.produce(txn, PARTITION);
+        coordinator.acknowledge(txn, "persistent://public/default/in", "sub");
+        TxnMeta live = await(coordinator.store().getTxnMeta(txn));
+
+        TxnMeta reported = new ReportedOpen(live);
+
+        assertThat(reported.status()).isEqualTo(TxnStatus.OPEN);
+        assertThat(reported.id()).isEqualTo(txn);
+        assertThat(reported.producedPartitions()).containsExactly(PARTITION);
+        assertThat(reported.ackedPartitions()).containsExactly(
+                TransactionSubscription.builder().topic("persistent://public/default/in").subscription("sub").build());
+        assertThat(reported.getOwner()).isEqualTo("alice");
+        assertThat(reported.getOpenTimestamp()).isEqualTo(live.getOpenTimestamp()).isPositive();
+        assertThat(reported.getTimeoutAt()).isEqualTo(live.getTimeoutAt()).isPositive();
+        // Changes are the live transaction's own.
+        String other = "persistent://public/default/t-partition-1";
+        TransactionSubscription otherSub = TransactionSubscription.builder()
+                .topic("persistent://public/default/in").subscription("sub-2").build();
+        assertThat(reported.addProducedPartitions(List.of(other))).isSameAs(live);
+        assertThat(reported.addAckedPartitions(List.of(otherSub))).isSameAs(live);
+        assertThat(live.producedPartitions()).contains(other);
+        assertThat(live.ackedPartitions()).contains(otherSub);
+        assertThat(reported.updateTxnStatus(TxnStatus.ABORTING, TxnStatus.OPEN)).isSameAs(live);
+        assertThat(live.status()).isEqualTo(TxnStatus.ABORTING);
     }
 
     @Test

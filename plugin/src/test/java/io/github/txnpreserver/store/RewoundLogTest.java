@@ -210,6 +210,25 @@ class RewoundLogTest {
         assertCommitted(kept, "alice");
     }
 
+    /** A state topic whose highest kept sequence is 0 has issued one id: a new log moves past it too. */
+    @Test
+    void aStateTopicKeepingOnlySequenceZeroMovesANewLogToTheMargin() {
+        MLTransactionSequenceIdGenerator generator = new MLTransactionSequenceIdGenerator();
+
+        RewoundLogGuard.moveNewLog(CoordinatorHarness.TC_ID, 0, generator);
+
+        assertThat(RewoundLogGuard.highestSequence(generator)).isEqualTo(MARGIN - 1);
+    }
+
+    @Test
+    void aStateTopicKeepingNothingLeavesANewLogAsItIs() {
+        MLTransactionSequenceIdGenerator generator = new MLTransactionSequenceIdGenerator();
+
+        RewoundLogGuard.moveNewLog(CoordinatorHarness.TC_ID, -1, generator);
+
+        assertThat(RewoundLogGuard.highestSequence(generator)).isEqualTo(-1);
+    }
+
     /** The log's view of the sequences it allocated, through the properties it writes at roll-over. */
     @Test
     void theHighestSequenceIsTheLogsAndMinusOneForANewLog() {

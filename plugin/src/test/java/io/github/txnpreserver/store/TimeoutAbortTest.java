@@ -366,6 +366,40 @@ class TimeoutAbortTest {
             assertThat(forgotten.state()).isEqualTo(TransactionState.State.FORGOTTEN);
             assertThat(forgotten.windowStartMillis()).isEqualTo(coordinator.clock().millis() / 1000 * 1000);
             assertThat(forgotten.highestIssued()).isEqualTo(recent.getLeastSigBits());
+            assertThat(describe(old)).as("asked again").isEqualTo(forgotten);
+        }
+
+        @Test
+        void theWindowStartsAtTheEndOfTheOldestOutcomeKept() {
+            TxnID old = coordinator.open(ALICE);
+            await(coordinator.commit(old, ALICE));
+            coordinator.settle();
+            coordinator.clock().advance(Duration.ofHours(72));
+            TxnID recent = coordinator.open(ALICE);
+            await(coordinator.commit(recent, ALICE));
+            coordinator.settle();
+            long recentEndedAt = coordinator.clock().millis() / 1000 * 1000;
+            coordinator.clock().advance(Duration.ofSeconds(10));
+            coordinator.preserver().expire();
+            coordinator.settle();
+            coordinator.preserver().currentFigures().join();
+
+            assertThat(describe(old).windowStartMillis()).isEqualTo(recentEndedAt);
+        }
+
+        @Test
+        void theHighestIssuedSequenceOnceForgottenIsForgottenNotNeverIssued() {
+            TxnID only = coordinator.open(ALICE);
+            await(coordinator.commit(only, ALICE));
+            coordinator.settle();
+            coordinator.clock().advance(Duration.ofHours(73));
+            coordinator.preserver().expire();
+            coordinator.settle();
+
+            TransactionState forgotten = describe(only);
+
+            assertThat(forgotten.state()).isEqualTo(TransactionState.State.FORGOTTEN);
+            assertThat(forgotten.highestIssued()).isEqualTo(only.getLeastSigBits());
         }
     }
 

@@ -5,57 +5,171 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import org.testng.IInvokedMethod;
+import org.testng.IInvokedMethodListener;
 import org.testng.IMethodInstance;
 import org.testng.IMethodInterceptor;
 import org.testng.ITestContext;
+import org.testng.ITestNGMethod;
+import org.testng.ITestResult;
+import org.testng.SkipException;
 
 /**
- * Leaves out, with the plugin on, the tests listed in {@code differences.txt}: they assert
- * what stock answers where the plugin answers otherwise on purpose (a retried end gets the
- * transaction's outcome, not {@code TransactionNotFound}). Each is listed with its reason,
- * printed when it is left out; on stock brokers ({@code -Dtxnpreserver.suite.stock=true})
- * every test runs.
+ * The tests listed in {@code differences.txt}: they assert what stock answers where the plugin
+ * answers otherwise on purpose (a retried end gets the transaction's outcome, not
+ * {@code TransactionNotFound}). With the plugin on, each is reported as skipped with its
+ * reason (the reports' {@code <skipped message="..."/>}):
+ * <ul>
+ *   <li>an entry of the whole method is skipped before it runs;</li>
+ *   <li>a narrowed entry ({@code at LINE EXCEPTION}) runs, and is skipped only if it fails with
+ *       exactly that exception thrown from that line of the method itself, its differing
+ *       assertion, which is its last check: a failure anywhere else stays a failure, and a pass
+ *       fails too (the listed difference no longer shows, so the list is out of date).</li>
+ * </ul>
+ * On stock brokers ({@code -Dtxnpreserver.suite.stock=true}) every test runs whole. With
+ * {@code -Dtxnpreserver.suite.onlyDifferences=true} only the listed tests run (the full tier's
+ * stock check of the list).
  */
-public class KnownDifferences implements IMethodInterceptor {
+public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListener {
 
-    private static final Map<String, String> DIFFERENCES = read();
+    static final String ONLY_DIFFERENCES = "txnpreserver.suite.onlyDifferences";
+    private static final String NARROWED = "narrowed to ";
+    private static final String WHOLE = "whole method: ";
+    /** {@code class#method [at LINE EXCEPTION]}. */
+    private static final Pattern TEST = Pattern.compile(
+            "([\\w.$]+#\\w+)(?:\\s+at\\s+(\\d+)\\s+([\\w.$]+))?");
+
+    private static final Map<String, Difference> DIFFERENCES = read();
+
+    /** One entry of differences.txt. */
+    record Difference(String test, int line, String failure, String differs, String narrowing) {
+
+        boolean narrowed() {
+            return failure != null;
+        }
+    }
 
     @Override
     public List<IMethodInstance> intercept(List<IMethodInstance> methods, ITestContext context) {
-        if (PluginSwitch.stockBrokers()) {
+        if (!Boolean.getBoolean(ONLY_DIFFERENCES)) {
             return methods;
         }
-        return methods.stream().filter(method -> {
-            String name = method.getMethod().getRealClass().getName() + "#" + method.getMethod().getMethodName();
-            String reason = DIFFERENCES.get(name);
-            if (reason != null) {
-                System.out.println("[pulsar-suite] left out, differs on purpose: " + name + " -- " + reason);
-            }
-            return reason == null;
-        }).collect(Collectors.toList());
+        List<IMethodInstance> listed = methods.stream()
+                .filter(method -> DIFFERENCES.containsKey(name(method.getMethod())))
+                .collect(Collectors.toList());
+        System.out.println("[pulsar-suite] only the listed differences: " + listed.size() + " of "
+                + methods.size() + " test methods");
+        return listed;
     }
 
-    private static Map<String, String> read() {
-        Map<String, String> differences = new LinkedHashMap<>();
+    @Override
+    public void beforeInvocation(IInvokedMethod method, ITestResult result) {
+        Difference difference = applicable(method);
+        if (difference == null || difference.narrowed()) {
+            return;
+        }
+        String message = "differs on purpose, not run with the plugin on: " + difference.differs()
+                + " (" + difference.narrowing() + ")";
+        System.out.println("[pulsar-suite] skipped: " + difference.test() + " -- " + message);
+        result.setStatus(ITestResult.SKIP);
+        result.setThrowable(new SkipException(message));
+    }
+
+    @Override
+    public void afterInvocation(IInvokedMethod method, ITestResult result) {
+        Difference difference = applicable(method);
+        if (difference == null || !difference.narrowed()) {
+            return;
+        }
+        String where = method.getTestMethod().getConstructorOrMethod().getDeclaringClass().getSimpleName()
+                + ".java:" + difference.line();
+        if (result.getStatus() == ITestResult.SUCCESS) {
+            result.setStatus(ITestResult.FAILURE);
+            result.setThrowable(new AssertionError("listed in differences.txt as failing with the plugin on with "
+                    + difference.failure() + " at " + where + " (" + difference.differs()
+                    + "), but it passed: the difference no longer shows; update differences.txt"));
+            return;
+        }
+        if (result.getStatus() != ITestResult.FAILURE) {
+            return;
+        }
+        Throwable failure = result.getThrowable();
+        if (failure == null || !failure.getClass().getName().equals(difference.failure())
+                || thrownAt(failure, method.getTestMethod()) != difference.line()) {
+            System.out.println("[pulsar-suite] " + difference.test() + " failed before or other than at its"
+                    + " differing assertion (" + difference.failure() + " at " + where + "): a real failure");
+            return;
+        }
+        String firstLine = String.valueOf(failure.getMessage()).lines().findFirst().orElse("");
+        String message = "differs on purpose, " + difference.narrowing() + ": ran with the plugin on and"
+                + " failed only at its differing assertion, " + where + ": " + difference.differs()
+                + " [" + failure.getClass().getSimpleName() + ": " + firstLine + "]";
+        System.out.println("[pulsar-suite] skipped after its run: " + difference.test() + " -- " + message);
+        result.setStatus(ITestResult.SKIP);
+        result.setThrowable(new SkipException(message, failure));
+    }
+
+    /** The listed difference for this invocation, if it is a listed test and the plugin is on. */
+    private static Difference applicable(IInvokedMethod method) {
+        if (!method.isTestMethod() || PluginSwitch.stockBrokers()) {
+            return null;
+        }
+        return DIFFERENCES.get(name(method.getTestMethod()));
+    }
+
+    private static String name(ITestNGMethod method) {
+        return method.getRealClass().getName() + "#" + method.getMethodName();
+    }
+
+    /** The line of the test method's own frame nearest to where the failure was thrown, or -1. */
+    private static int thrownAt(Throwable failure, ITestNGMethod method) {
+        String declaringClass = method.getConstructorOrMethod().getDeclaringClass().getName();
+        for (StackTraceElement frame : failure.getStackTrace()) {
+            if (frame.getClassName().equals(declaringClass) && frame.getMethodName().equals(method.getMethodName())) {
+                return frame.getLineNumber();
+            }
+        }
+        return -1;
+    }
+
+    static Map<String, Difference> read() {
+        Map<String, Difference> differences = new LinkedHashMap<>();
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(
                 KnownDifferences.class.getResourceAsStream("/differences.txt"), StandardCharsets.UTF_8))) {
             for (String line : reader.lines().collect(Collectors.toList())) {
                 if (line.isBlank() || line.startsWith("#")) {
                     continue;
                 }
-                int separator = line.indexOf(" -- ");
-                if (separator < 0) {
-                    throw new IllegalStateException("differences.txt: no ' -- reason' in: " + line);
+                String[] parts = line.split(" -- ", -1);
+                Matcher test = parts.length == 3 ? TEST.matcher(parts[0].strip()) : null;
+                if (test == null || !test.matches() || parts[1].isBlank()) {
+                    throw new IllegalStateException(
+                            "differences.txt: not 'class#method [at LINE EXCEPTION] -- what differs -- narrowing': " + line);
                 }
-                differences.put(line.substring(0, separator).strip(), line.substring(separator + 4).strip());
+                boolean narrowed = test.group(2) != null;
+                String narrowing = parts[2].strip();
+                if (!narrowing.startsWith(narrowed ? NARROWED : WHOLE)) {
+                    throw new IllegalStateException("differences.txt: the narrowing of "
+                            + (narrowed ? "an entry with 'at LINE EXCEPTION' starts '" + NARROWED
+                                    : "an entry of the whole method starts '" + WHOLE)
+                            + "': " + line);
+                }
+                Difference difference = new Difference(test.group(1),
+                        narrowed ? Integer.parseInt(test.group(2)) : -1, test.group(3), parts[1].strip(), narrowing);
+                if (differences.put(difference.test(), difference) != null) {
+                    throw new IllegalStateException("differences.txt: listed twice: " + difference.test());
+                }
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return differences;
+        return Collections.unmodifiableMap(differences);
     }
 }
