@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.statetopic.RecordPosition;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
@@ -116,6 +118,66 @@ class OutcomeIndexColdStepsTest {
                 .isEqualTo(OutcomeIndex.Eviction.DROPPED);
         assertThat(index.coldRecordOf(scanned)).isNull();
         assertThat(index.blockCount()).isEqualTo(scanned);
+    }
+
+    /** Block 0 cold (alice's sequence 0 only in its record), then written again: it awaits its cold part. */
+    private OutcomeIndex writtenAgainWhileCold(List<Long> changes, List<Long> coldReads) {
+        OutcomeIndex index = new OutcomeIndex(10, 1, TTL, changes::add);
+        index.readColdWith((blockIndex, position) -> coldReads.add(blockIndex));
+        commit(index, 0, "alice", NOW);
+        commit(index, 256, "carol", NOW);
+        index.landed(0, LANDED);
+        index.evictOldest(block -> true);
+        changes.clear();
+
+        commit(index, 1, "bob", NOW + SECOND);
+        return index;
+    }
+
+    @Test
+    void aColdBlockWrittenAgainAwaitsItsColdPartThenHoldsBoth() {
+        List<Long> changes = new ArrayList<>();
+        List<Long> coldReads = new ArrayList<>();
+        OutcomeIndex index = writtenAgainWhileCold(changes, coldReads);
+        assertThat(index.isAwaitingCold(0)).isTrue();
+        assertThat(index.isHeld(0)).isTrue();
+        assertThat(coldReads).containsExactly(0L);
+        long before = index.bytes();
+        changes.clear();
+
+        OutcomeBlock record = new OutcomeBlock(0);
+        OwnerIds recordOwners = new OwnerIds();
+        record.set(0, Outcome.COMMITTED, OutcomeIndex.storedSecond(NOW), recordOwners.idOf("alice"));
+        record.set(1, Outcome.ABORTED, OutcomeIndex.storedSecond(NOW), recordOwners.idOf("mallory"));
+        index.coldPartRead(0, record, recordOwners);
+
+        assertThat(index.isAwaitingCold(0)).isFalse();
+        assertThat(index.coldRecordOf(0)).isNull();
+        assertThat(changes).as("written whole").containsExactly(0L);
+        assertThat(index.ownerName(ClientFloor.ownerOf(index.find(0, -1)))).isEqualTo("alice");
+        assertThat(ClientFloor.outcomeOf(index.find(1, -1))).as("what memory has wins").isEqualTo(Outcome.COMMITTED);
+        assertThat(index.size()).as("sequences 0 and 1 of block 0, and carol's").isEqualTo(3);
+        assertThat(index.bytes()).as("the cold page freed; alice named again, and an owner column for two owners")
+                .isEqualTo(before - ColdBlocks.PAGE_BYTES + 64 + 2 * 5 + 16 + 2 * 256);
+
+        index.evictOldest(block -> false);
+        index.evictOldest(block -> false);
+        assertThat(index.ownerCount()).as("alice named by block 0 only: gone with it; bob by his floor entry")
+                .isEqualTo(1);
+    }
+
+    @Test
+    void aTopicCreatedAgainLeavesABlockAwaitingItsColdPartWithWhatMemoryHas() {
+        List<Long> changes = new ArrayList<>();
+        OutcomeIndex index = writtenAgainWhileCold(changes, new ArrayList<>());
+
+        assertThat(index.topicCreatedAgain()).as("nothing lost only in the cold tier").isZero();
+
+        assertThat(index.isAwaitingCold(0)).isFalse();
+        assertThat(index.isHeld(0)).isFalse();
+        assertThat(index.coldRecordOf(0)).isNull();
+        assertThat(index.coldLost()).isZero();
+        assertThat(index.size()).isEqualTo(2);
     }
 
     @Test
