@@ -132,4 +132,28 @@ class RestoredBlocksTest {
         assertThat(restored.cold().blocks()).isZero();
         assertThat(restored.coldFloor()).isEmpty();
     }
+
+    @Test
+    void aMergeKeepsTheColdBlocksAndTheirClientsNewestUnexpiredOutcomesAsFloorEntries() throws Exception {
+        long ttl = java.time.Duration.ofHours(1).toMillis();
+        long now = 1_700_000_000_000L;
+        int through = OutcomeIndex.storedSecond(now - ttl);
+        RestoredBlocks restored = new RestoredBlocks(0, 2);
+        restored.put(record(3, through + 1, ALICE, through + 5, ALICE, through + 6, ALICE, through, BOB), at(1));
+        OutcomeIndex index = new OutcomeIndex(2, 1000, ttl, blockIndex -> { });
+
+        index.merge(restored, now);
+
+        long first = 3 * 256;
+        assertThat(index.coldRecordOf(3)).isEqualTo(at(1));
+        assertThat(index.find(first, -1)).as("alice's third newest: only in the cold record").isEqualTo(-1);
+        long second = index.find(first + 1, -1);
+        assertThat(ClientFloor.timeOf(second)).isEqualTo(through + 5);
+        assertThat(ClientFloor.outcomeOf(second)).isEqualTo(Outcome.COMMITTED);
+        assertThat(index.ownerName(ClientFloor.ownerOf(second))).isEqualTo("alice");
+        assertThat(ClientFloor.timeOf(index.find(first + 2, -1))).isEqualTo(through + 6);
+        assertThat(index.find(first + 3, -1)).as("bob's outcome has expired").isEqualTo(-1);
+        assertThat(index.floorSize()).isEqualTo(2);
+        assertThat(index.ownerCount()).isEqualTo(1);
+    }
 }

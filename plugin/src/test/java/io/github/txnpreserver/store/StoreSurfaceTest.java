@@ -94,8 +94,12 @@ class StoreSurfaceTest {
         final AtomicInteger scans = new AtomicInteger();
 
         Unopened(TransactionMetadataPreserver preserver, MLTransactionLogImpl log) {
+            this(preserver, log, () -> { });
+        }
+
+        Unopened(TransactionMetadataPreserver preserver, MLTransactionLogImpl log, Runnable onClosed) {
             super(new TransactionCoordinatorID(3), log, mock(TransactionTimeoutTracker.class),
-                    new MLTransactionSequenceIdGenerator(), 1000, preserver, () -> { });
+                    new MLTransactionSequenceIdGenerator(), 1000, preserver, onClosed);
         }
 
         @Override
@@ -145,6 +149,43 @@ class StoreSurfaceTest {
             assertThat(store.scans).hasValue(1);
         } finally {
             store.closeAsync();
+            scheduler.shutdown();
+        }
+    }
+
+    @Test
+    void closingTheStoreClosesItsPreserverThenTellsItsOwner() {
+        AtomicInteger ownerTold = new AtomicInteger();
+        Unopened store = new Unopened(preserver, new InMemoryTransactionLog(calls).newMock(), ownerTold::incrementAndGet);
+        try {
+            CompletableFuture<Void> closing = store.closeAsync();
+            scheduler.runReady();
+
+            assertThat(closing).isCompleted();
+            assertThat(ownerTold).hasValue(1);
+            CompletableFuture<?> lookUp = preserver.lookUp(new TxnID(3, 1));
+            scheduler.runReady();
+            assertThat(failureOf(lookUp)).as("its preserver closed")
+                    .isInstanceOf(io.github.txnpreserver.preserver.PreserverUnavailableException.class);
+        } finally {
+            scheduler.shutdown();
+        }
+    }
+
+    @Test
+    void theReleaseOfEntriesOfNoEndedTransactionIsTheStockLogs() {
+        InMemoryTransactionLog log = new InMemoryTransactionLog(calls);
+        MLTransactionLogImpl gated = RecordGatedTransactionLog.gate(new TransactionCoordinatorID(3), log.newMock(),
+                preserver, new TimeoutAborts());
+        try {
+            Position opened = gated.append(new TransactionMetadataEntry().setTxnidMostBits(3).setTxnidLeastBits(1)
+                    .setMetadataOp(TransactionMetadataOp.NEW).setStartTime(1).setTimeoutMs(60_000)
+                    .setLastModificationTime(1).setOwner("alice")).join();
+
+            CompletableFuture<Void> released = gated.deletePosition(List.of(opened));
+
+            assertThat(released).isNotNull().isCompleted();
+        } finally {
             scheduler.shutdown();
         }
     }
