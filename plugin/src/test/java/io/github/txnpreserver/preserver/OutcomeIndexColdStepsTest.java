@@ -178,6 +178,7 @@ class OutcomeIndexColdStepsTest {
         assertThat(index.coldRecordOf(0)).isNull();
         assertThat(index.coldLost()).isZero();
         assertThat(index.size()).isEqualTo(2);
+        assertThat(index.keyCount()).as("blocks 0 and 1, each once").isEqualTo(2);
     }
 
     @Test
