@@ -182,6 +182,18 @@ class OutcomeIndexColdStepsTest {
     }
 
     @Test
+    void aBlockWhoseRecordLandedInATopicCreatedSinceDoesNotGoColdUntilItLandsAgain() {
+        OutcomeIndex index = new OutcomeIndex(10, 1000, TTL, blockIndex -> { });
+        commit(index, 0, "alice", NOW);
+        index.landed(0, LANDED);
+
+        index.topicCreatedAgain();
+
+        assertThat(index.evictOldest(block -> true)).isEqualTo(OutcomeIndex.Eviction.DROPPED);
+        assertThat(index.coldRecordOf(0)).isNull();
+    }
+
+    @Test
     void limitsOfOneAreAccepted() {
         OutcomeIndex index = new OutcomeIndex(1, 1, 1, blockIndex -> { });
 
