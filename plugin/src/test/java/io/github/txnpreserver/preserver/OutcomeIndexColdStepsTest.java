@@ -178,6 +178,19 @@ class OutcomeIndexColdStepsTest {
         assertThat(index.coldRecordOf(0)).isNull();
         assertThat(index.coldLost()).isZero();
         assertThat(index.size()).isEqualTo(2);
+        assertThat(index.keyCount()).as("blocks 0 and 1, each once").isEqualTo(2);
+    }
+
+    @Test
+    void aBlockWhoseRecordLandedInATopicCreatedSinceDoesNotGoColdUntilItLandsAgain() {
+        OutcomeIndex index = new OutcomeIndex(10, 1000, TTL, blockIndex -> { });
+        commit(index, 0, "alice", NOW);
+        index.landed(0, LANDED);
+
+        index.topicCreatedAgain();
+
+        assertThat(index.evictOldest(block -> true)).isEqualTo(OutcomeIndex.Eviction.DROPPED);
+        assertThat(index.coldRecordOf(0)).isNull();
     }
 
     @Test
