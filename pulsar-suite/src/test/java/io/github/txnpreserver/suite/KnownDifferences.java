@@ -75,8 +75,8 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
         if (difference == null || difference.narrowed()) {
             return;
         }
-        String message = "differs on purpose, not run with the plugin on: " + difference.differs()
-                + " (" + difference.narrowing() + ")";
+        String message = "differs on purpose: " + difference.differs() + ". Not run with the plugin on ("
+                + difference.narrowing() + ")";
         System.out.println("[pulsar-suite] skipped: " + difference.test() + " -- " + message);
         result.setStatus(ITestResult.SKIP);
         result.setThrowable(new SkipException(message));
@@ -108,9 +108,9 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
             return;
         }
         String firstLine = String.valueOf(failure.getMessage()).lines().findFirst().orElse("");
-        String message = "differs on purpose, " + difference.narrowing() + ": ran with the plugin on and"
-                + " failed only at its differing assertion, " + where + ": " + difference.differs()
-                + " [" + failure.getClass().getSimpleName() + ": " + firstLine + "]";
+        String message = "differs on purpose: " + difference.differs() + ". Ran with the plugin on and failed"
+                + " only at its differing assertion, " + where + " [" + failure.getClass().getSimpleName() + ": "
+                + firstLine + "] (" + difference.narrowing() + ")";
         System.out.println("[pulsar-suite] skipped after its run: " + difference.test() + " -- " + message);
         result.setStatus(ITestResult.SKIP);
         result.setThrowable(new SkipException(message, failure));
