@@ -137,7 +137,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             return FutureUtil.failedFuture(new CoordinatorNotFoundException("Coordinator "
                     + getTransactionCoordinatorID().getId() + " has not started its restore"));
         }
-        return unavailableAsNotFoundCoordinator(guard.whenIssuing(() -> super.newTransaction(timeOut, owner)));
+        return guard.whenIssuing(() -> super.newTransaction(timeOut, owner));
     }
 
     /**

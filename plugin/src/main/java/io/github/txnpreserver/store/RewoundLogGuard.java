@@ -1,7 +1,6 @@
 package io.github.txnpreserver.store;
 
 import io.github.txnpreserver.preserver.BlockRecordCodec;
-import io.github.txnpreserver.preserver.PreserverUnavailableException;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
@@ -9,6 +8,8 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
+import org.apache.pulsar.common.util.FutureUtil;
+import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.CoordinatorNotFoundException;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,28 +68,36 @@ public final class RewoundLogGuard {
      * Runs {@code issue} once this coordinator may issue sequences: at once, or after a new
      * log's restore, waiting at most {@link TransactionMetadataPreserver#RESTORE_WAIT}.
      *
-     * @return fails with {@link PreserverUnavailableException} if the restore does not end in
-     *     time or the coordinator closes first
+     * @return completes as {@code issue}'s future does, with its exception itself (the broker
+     *     tells the max-active refusal by its class, unwrapped); fails with
+     *     {@link CoordinatorNotFoundException}, which the client retries, if the restore does not
+     *     end in time or the coordinator closes first
      */
     <T> CompletableFuture<T> whenIssuing(Supplier<CompletableFuture<T>> issue) {
         if (issuing.isDone() && !issuing.isCompletedExceptionally()) {
             return issue.get();
         }
-        CompletableFuture<Void> bounded = new CompletableFuture<>();
-        Scheduler.Cancellable timeout = scheduler.schedule(() -> bounded.completeExceptionally(
-                new PreserverUnavailableException("Coordinator " + coordinatorId + " issues no transaction yet: its"
+        CompletableFuture<T> answer = new CompletableFuture<>();
+        Scheduler.Cancellable timeout = scheduler.schedule(() -> answer.completeExceptionally(
+                new CoordinatorNotFoundException("Coordinator " + coordinatorId + " issues no transaction yet: its"
                         + " transaction log is new, and its state topic, whose kept outcomes may hold the ids the log"
                         + " would issue, is still being read")), TransactionMetadataPreserver.RESTORE_WAIT);
         issuing.whenComplete((ignored, error) -> {
             timeout.cancel();
-            if (error == null) {
-                bounded.complete(null);
-            } else {
-                bounded.completeExceptionally(new PreserverUnavailableException("Coordinator " + coordinatorId
+            if (error != null) {
+                answer.completeExceptionally(new CoordinatorNotFoundException("Coordinator " + coordinatorId
                         + " closed before its new transaction log could issue transactions"));
+            } else if (!answer.isDone()) {
+                issue.get().whenComplete((issued, issueError) -> {
+                    if (issueError != null) {
+                        answer.completeExceptionally(FutureUtil.unwrapCompletionException(issueError));
+                    } else {
+                        answer.complete(issued);
+                    }
+                });
             }
         });
-        return bounded.thenCompose(ignored -> issue.get());
+        return answer;
     }
 
     /** Moves a new log's next sequence past every block the state topic keeps, with a margin. */

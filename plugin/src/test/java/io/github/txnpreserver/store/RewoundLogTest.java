@@ -239,4 +239,50 @@ class RewoundLogTest {
         assertThat(RewoundLogGuard.highestSequence(generator)).isEqualTo(4711);
         assertThat(RewoundLogGuard.highestSequence(new MLTransactionSequenceIdGenerator())).isEqualTo(-1);
     }
+
+    /**
+     * The broker tells the max-active refusal by its class, unwrapped, and then sends no answer
+     * (the client times out, as stock); wrapped, it would be answered as an error instead.
+     */
+    @Test
+    void theMaxActiveRefusalReachesTheBrokerUnwrappedWhetherOrNotTheNewTransactionWaited() {
+        try (CoordinatorHarness limited = CoordinatorHarness.start(
+                new io.github.txnpreserver.config.PreserverConfig(10, 100, Duration.ofHours(72),
+                        Duration.ofSeconds(300), Duration.ofSeconds(60)),
+                (tcId, log, tracker, generator, maxActive, preserver, onClosed) ->
+                        new PreservingTransactionMetadataStore(tcId, log, tracker, generator, 1, preserver,
+                                onClosed))) {
+            limited.open("alice");
+            assertThat(refusalOf(limited.store().newTransaction(60_000, "alice"))).as("issuing at once")
+                    .isInstanceOf(org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException
+                            .ReachMaxActiveTxnException.class);
+
+            limited.stateTopic().holdReads();
+            limited.restartWithTheLogDeleted();
+            CompletableFuture<TxnID> waited = guardOf(limited.store()).whenIssuing(() ->
+                    CompletableFuture.failedFuture(new org.apache.pulsar.transaction.coordinator.exceptions
+                            .CoordinatorException.ReachMaxActiveTxnException("limit")));
+            assertThat(waited).isNotDone();
+            limited.stateTopic().releaseReads();
+            assertThat(refusalOf(waited)).as("after waiting for the restore")
+                    .isInstanceOf(org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException
+                            .ReachMaxActiveTxnException.class);
+        }
+    }
+
+    private static RewoundLogGuard guardOf(PreservingTransactionMetadataStore store) {
+        try {
+            java.lang.reflect.Field field = PreservingTransactionMetadataStore.class.getDeclaredField("rewoundLogGuard");
+            field.setAccessible(true);
+            return (RewoundLogGuard) field.get(store);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** What the future failed with, as the broker's {@code whenComplete} sees it. */
+    private static Throwable refusalOf(CompletableFuture<TxnID> issued) {
+        CompletableFuture<Throwable> seen = issued.handle((txn, error) -> error);
+        return await(seen);
+    }
 }
