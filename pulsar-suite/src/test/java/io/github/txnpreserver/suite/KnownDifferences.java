@@ -4,14 +4,17 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
+import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import org.apache.pulsar.tests.TestRetrySupport;
 import org.testng.IInvokedMethod;
 import org.testng.IInvokedMethodListener;
 import org.testng.IMethodInstance;
@@ -33,7 +36,13 @@ import org.testng.SkipException;
  *       assertion, which is its last check: a failure anywhere else stays a failure, and a pass
  *       fails too (the listed difference no longer shows, so the list is out of date).</li>
  * </ul>
- * On stock brokers ({@code -Dtxnpreserver.suite.stock=true}) every test runs whole. With
+ * A test reported so leaves its class's brokers as a pass on stock leaves them: Pulsar's
+ * {@code TestRetrySupport} stops and starts a class's brokers again after any result that is
+ * not a success, which would give the tests after it fresh brokers, a start that no stock run
+ * gives them (and that some of Pulsar's tests do not survive: a namespace deleted and created
+ * again at once, a bundle not yet owned).
+ *
+ * <p>On stock brokers ({@code -Dtxnpreserver.suite.stock=true}) every test runs whole. With
  * {@code -Dtxnpreserver.suite.onlyDifferences=true} only the listed tests run (the full tier's
  * stock check of the list).
  */
@@ -47,6 +56,8 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
             "([\\w.$]+#\\w+)(?:\\s+at\\s+(\\d+)\\s+([\\w.$]+))?");
 
     private static final Map<String, Difference> DIFFERENCES = read();
+    /** The test instances whose last test was reported as a listed difference, with its name. */
+    private static final Map<Object, String> REPORTED = Collections.synchronizedMap(new IdentityHashMap<>());
 
     /** One entry of differences.txt. */
     record Difference(String test, int line, String failure, String differs, String narrowing) {
@@ -80,10 +91,15 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
         System.out.println("[pulsar-suite] skipped: " + difference.test() + " -- " + message);
         result.setStatus(ITestResult.SKIP);
         result.setThrowable(new SkipException(message));
+        REPORTED.put(result.getInstance(), difference.test());
     }
 
     @Override
     public void afterInvocation(IInvokedMethod method, ITestResult result) {
+        if (method.isConfigurationMethod()) {
+            keepBrokers(method, result.getInstance());
+            return;
+        }
         Difference difference = applicable(method);
         if (difference == null || !difference.narrowed()) {
             return;
@@ -114,6 +130,30 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
         System.out.println("[pulsar-suite] skipped after its run: " + difference.test() + " -- " + message);
         result.setStatus(ITestResult.SKIP);
         result.setThrowable(new SkipException(message, failure));
+        REPORTED.put(result.getInstance(), difference.test());
+    }
+
+    /**
+     * After {@code TestRetrySupport.failureCheck} saw a listed difference as "not a success":
+     * its mark cleared, so the class's brokers are not stopped and started again.
+     */
+    private static void keepBrokers(IInvokedMethod method, Object instance) {
+        if (!(instance instanceof TestRetrySupport) || !method.getTestMethod().getMethodName().equals("failureCheck")) {
+            return;
+        }
+        String test = REPORTED.remove(instance);
+        if (test == null) {
+            return;
+        }
+        try {
+            Field failedSetupNumber = TestRetrySupport.class.getDeclaredField("failedSetupNumber");
+            failedSetupNumber.setAccessible(true);
+            failedSetupNumber.setInt(instance, -1);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot keep the brokers after " + test
+                    + ": TestRetrySupport has no int failedSetupNumber (another Pulsar version?)", e);
+        }
+        System.out.println("[pulsar-suite] brokers kept after " + test + ", as after a pass on stock");
     }
 
     /** The listed difference for this invocation, if it is a listed test and the plugin is on. */
