@@ -73,6 +73,12 @@ final class DirectScheduler implements Scheduler {
         return true;
     }
 
+    /** Tasks run on whichever thread hands them over, one at a time: every caller is the owner. */
+    @Override
+    public boolean inOwnerThread() {
+        return true;
+    }
+
     @Override
     public synchronized Cancellable schedule(Runnable task, Duration delay) {
         Delayed scheduled = new Delayed(nanoTime() + Math.max(0, delay.toNanos()), task);

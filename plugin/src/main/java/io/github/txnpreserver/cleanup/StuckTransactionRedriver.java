@@ -1,8 +1,8 @@
 package io.github.txnpreserver.cleanup;
 
+import io.github.txnpreserver.preserver.CoordinatorThread;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.PreserverStats;
-import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  * are in flight, the longest stuck first, and none starts while terminal steps are still
  * refused (its markers would be sent only for its terminal step to be refused again).
  *
- * <p>Not thread-safe: {@link #scan} runs on the coordinator's thread (its {@link Scheduler});
+ * <p>Not thread-safe: {@link #scan} runs on the coordinator's thread (its {@link CoordinatorThread});
  * re-drive completions hop back onto it.
  */
 public final class StuckTransactionRedriver {
@@ -66,7 +66,7 @@ public final class StuckTransactionRedriver {
     private final Predicate<TxnID> endInFlight;
     private final BooleanSupplier endsRefused;
     private final EndRequester endRequester;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final long stuckAfterMillis;
     private final PreserverStats stats;
     private final Map<TxnID, Tracked> tracked = new HashMap<>();
@@ -77,14 +77,14 @@ public final class StuckTransactionRedriver {
      */
     public StuckTransactionRedriver(long coordinatorId, Supplier<Collection<TxnMeta>> finishingTransactions,
                                     Predicate<TxnID> endInFlight, BooleanSupplier endsRefused,
-                                    EndRequester endRequester, Scheduler scheduler, Duration stuckAfter,
+                                    EndRequester endRequester, CoordinatorThread thread, Duration stuckAfter,
                                     PreserverStats stats) {
         this.coordinatorId = coordinatorId;
         this.finishingTransactions = finishingTransactions;
         this.endInFlight = endInFlight;
         this.endsRefused = endsRefused;
         this.endRequester = endRequester;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.stuckAfterMillis = stuckAfter.toMillis();
         this.stats = stats;
     }
@@ -94,7 +94,8 @@ public final class StuckTransactionRedriver {
      * longest stuck first, up to the bound of re-drives in flight.
      */
     public void scan() {
-        long now = scheduler.millis();
+        assert thread.assertOwner();
+        long now = thread.millis();
         Set<TxnID> stillFinishing = new HashSet<>();
         List<Due> due = new ArrayList<>();
         for (TxnMeta meta : finishingTransactions.get()) {
@@ -156,14 +157,14 @@ public final class StuckTransactionRedriver {
         state.attempts++;
         stats.stuckRedrives.increment();
         log.warn("Coordinator {}: {} has been finishing as {} for {} ms; re-driving its end (attempt {})",
-                coordinatorId, txnId, outcome, scheduler.millis() - state.firstSeenMillis, state.attempts);
+                coordinatorId, txnId, outcome, thread.millis() - state.firstSeenMillis, state.attempts);
         CompletableFuture<Void> end;
         try {
             end = endRequester.end(txnId, outcome);
         } catch (RuntimeException e) {
             end = CompletableFuture.failedFuture(e);
         }
-        end.whenComplete((ignored, error) -> scheduler.execute(() -> redriveDone(txnId, state, error)));
+        end.whenComplete((ignored, error) -> thread.execute(() -> redriveDone(txnId, state, error)));
     }
 
     private void redriveDone(TxnID txnId, Tracked state, Throwable error) {
@@ -174,7 +175,7 @@ public final class StuckTransactionRedriver {
             tracked.remove(txnId, state);
             return;
         }
-        state.nextAttemptMillis = scheduler.millis() + state.backoffMillis;
+        state.nextAttemptMillis = thread.millis() + state.backoffMillis;
         log.warn("Coordinator {}: re-drive of {} failed, next in {} ms: {}", coordinatorId, txnId,
                 state.backoffMillis, error.toString());
         state.backoffMillis = Math.min(state.backoffMillis * 2, MAX_BACKOFF_MILLIS);

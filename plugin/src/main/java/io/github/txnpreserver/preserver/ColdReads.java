@@ -56,7 +56,7 @@ final class ColdReads {
 
     private final long coordinatorId;
     private final StateTopic stateTopic;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final PreserverStats stats;
     private final Duration bound;
     private final LongFunction<RecordPosition> currentPosition;
@@ -66,22 +66,21 @@ final class ColdReads {
     private final Long2ObjectOpenHashMap<Read> reads = new Long2ObjectOpenHashMap<>();
     private final ArrayDeque<Read> queued = new ArrayDeque<>();
     private int reading;
-    private boolean closed;
 
     /**
      * @param currentPosition where the cold tier points for a block now: a record missing at a
      *     position it no longer points to moved (a terminated topic carried over), and is not
      *     counted as missing
      */
-    ColdReads(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, PreserverStats stats, Duration bound,
+    ColdReads(long coordinatorId, StateTopic stateTopic, CoordinatorThread thread, PreserverStats stats, Duration bound,
               LongFunction<RecordPosition> currentPosition) {
         this.coordinatorId = coordinatorId;
         this.currentPosition = currentPosition;
         this.stateTopic = stateTopic;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.stats = stats;
         this.bound = bound;
-        this.missing = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.missing = new RateLimitedLog(thread::nanoTime, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     }
 
     /**
@@ -91,8 +90,9 @@ final class ColdReads {
      * if it could not be read within the bound, or the coordinator closed.
      */
     CompletableFuture<Decoded> read(long blockIndex, RecordPosition position) {
+        assert thread.assertOwner();
         CompletableFuture<Decoded> answer = new CompletableFuture<>();
-        if (closed) {
+        if (thread.isClosed()) {
             answer.completeExceptionally(unavailable("closed"));
             return answer;
         }
@@ -113,7 +113,7 @@ final class ColdReads {
             queued.add(read);
         }
         read.askers().add(answer);
-        Scheduler.Cancellable giveUp = scheduler.schedule(() -> answer.completeExceptionally(unavailable(
+        Scheduler.Cancellable giveUp = thread.schedule(() -> answer.completeExceptionally(unavailable(
                 "could not read the state-topic record of block " + blockIndex + " within " + bound.toMillis()
                         + " ms")), bound);
         answer.whenComplete((decoded, error) -> giveUp.cancel());
@@ -128,7 +128,6 @@ final class ColdReads {
     }
 
     void close() {
-        closed = true;
         for (Read read : reads.values()) {
             read.askers().forEach(asker -> asker.completeExceptionally(unavailable("closed")));
         }
@@ -150,27 +149,24 @@ final class ColdReads {
                 continue;
             }
             reading++;
-            long startNanos = scheduler.nanoTime();
+            long startNanos = thread.nanoTime();
             CompletableFuture<byte[]> value;
             try {
                 value = stateTopic.readAt(BlockRecordCodec.key(read.blockIndex()), read.position());
             } catch (RuntimeException e) {
                 value = CompletableFuture.failedFuture(e);
             }
-            value.whenComplete((bytes, error) -> scheduler.execute(() -> readDone(read, bytes, error, startNanos)));
+            value.whenComplete((bytes, error) -> thread.execute(() -> readDone(read, bytes, error, startNanos)));
         }
     }
 
     private void readDone(Read read, byte[] value, Throwable error, long startNanos) {
         reading--;
-        if (closed) {
-            return;
-        }
         if (reads.get(read.blockIndex()) == read) {
             reads.remove(read.blockIndex());
         }
         stats.coldReads.increment();
-        stats.coldReadLatency.recordNanos(scheduler.nanoTime() - startNanos);
+        stats.coldReadLatency.recordNanos(thread.nanoTime() - startNanos);
         if (error != null) {
             stats.coldReadFailures.increment();
             PreserverUnavailableException failed = unavailable("could not read the state-topic record of block "

@@ -27,31 +27,32 @@ final class LookUps {
 
     private final long coordinatorId;
     private final OutcomeIndex index;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final PreserverStats stats;
     private final Duration restoreWait;
     private final ColdReads coldReads;
     private final List<Parked> parked = new ArrayList<>();
     private boolean restored;
 
-    LookUps(long coordinatorId, OutcomeIndex index, ColdReads coldReads, Scheduler scheduler, PreserverStats stats,
+    LookUps(long coordinatorId, OutcomeIndex index, ColdReads coldReads, CoordinatorThread thread, PreserverStats stats,
             Duration restoreWait) {
         this.coordinatorId = coordinatorId;
         this.coldReads = coldReads;
         this.index = index;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.stats = stats;
         this.restoreWait = restoreWait;
     }
 
     /** Answers now, or once the restore is done; counted as a lookup when found. */
     void lookUp(TxnID txnId, CompletableFuture<KeptOutcome> answer) {
+        assert thread.assertOwner();
         if (restored) {
             answer(txnId, answer);
             return;
         }
         Parked[] mine = new Parked[1];
-        Scheduler.Cancellable giveUp = scheduler.schedule(() -> {
+        Scheduler.Cancellable giveUp = thread.schedule(() -> {
             parked.remove(mine[0]);
             answer.completeExceptionally(unavailable("is still reading its state topic"));
         }, restoreWait);
@@ -112,7 +113,7 @@ final class LookUps {
             }
             int offset = OutcomeBlock.offsetOf(sequence);
             OutcomeBlock block = decoded.block();
-            if (!block.has(offset) || index.expired(block.time(offset), scheduler.millis())) {
+            if (!block.has(offset) || index.expired(block.time(offset), thread.millis())) {
                 answer.complete(null);
                 return;
             }

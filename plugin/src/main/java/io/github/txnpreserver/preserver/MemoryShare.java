@@ -1,6 +1,5 @@
 package io.github.txnpreserver.preserver;
 
-import io.github.txnpreserver.time.Scheduler;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongPredicate;
@@ -19,7 +18,7 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
 
     private final long coordinatorId;
     private final OutcomeIndex index;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final OutcomeMemoryBudget budget;
     private final Runnable afterDrop;
     private final RateLimitedLog evictions;
@@ -28,24 +27,24 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
     private volatile long bytes;
     private volatile Long oldestEvictableMillis;
     private volatile boolean evictionGoesCold;
-    private boolean closed;
 
     /** @param afterDrop what the coordinator does after a change (writes the block's new record, reclaims more) */
-    MemoryShare(long coordinatorId, OutcomeIndex index, LongPredicate durable, Scheduler scheduler,
+    MemoryShare(long coordinatorId, OutcomeIndex index, LongPredicate durable, CoordinatorThread thread,
                 OutcomeMemoryBudget budget, Runnable afterDrop) {
         this.coordinatorId = coordinatorId;
         this.durable = durable;
         this.index = index;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.budget = budget;
         this.afterDrop = afterDrop;
-        this.evictions = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.evictions = new RateLimitedLog(thread::nanoTime, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
         budget.register(this);
     }
 
     /** On the coordinator's thread, after a change: what the budget reads. */
     void publish() {
-        if (!closed) {
+        assert thread.assertOwner();
+        if (!thread.isClosed()) {
             bytes = index.bytes();
             boolean[] goesCold = new boolean[1];
             oldestEvictableMillis = index.oldestEvictableMillis(durable, goesCold);
@@ -70,16 +69,13 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
 
     @Override
     public void evictOldestForMemory() {
-        if (dropQueued.compareAndSet(false, true) && !scheduler.execute(this::dropOldest)) {
+        if (dropQueued.compareAndSet(false, true) && !thread.execute(this::dropOldest)) {
             dropQueued.set(false);
         }
     }
 
     private void dropOldest() {
         dropQueued.set(false);
-        if (closed) {
-            return;
-        }
         long before = index.memoryEvictions();
         index.evictOldest(durable);
         long dropped = index.memoryEvictions() - before;
@@ -87,14 +83,13 @@ final class MemoryShare implements OutcomeMemoryBudget.Member {
             evictions.occurred(dropped, count -> log.warn("Coordinator {}: the memory bound of {} MiB dropped {} kept"
                     + " outcomes in the last {} s before their time-to-live; retries of transactions that ended more"
                     + " than {} s ago may now get TransactionNotFound", coordinatorId, budget.limitBytes() >> 20,
-                    count, REPORT_INTERVAL_SECONDS, index.windowMillis(scheduler.millis()) / 1000));
+                    count, REPORT_INTERVAL_SECONDS, index.windowMillis(thread.millis()) / 1000));
         }
         afterDrop.run();
     }
 
     /** On the coordinator's thread, at close: it holds nothing of the bound any more. */
     void close() {
-        closed = true;
         budget.unregister(this);
         bytes = 0;
         oldestEvictableMillis = null;

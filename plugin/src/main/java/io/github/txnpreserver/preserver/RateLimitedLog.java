@@ -1,8 +1,8 @@
 package io.github.txnpreserver.preserver;
 
-import io.github.txnpreserver.time.Scheduler;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
+import java.util.function.LongSupplier;
 
 /**
  * Reports a repeated event at most once per interval, with how many times it happened since
@@ -11,21 +11,21 @@ import java.util.function.LongConsumer;
  */
 final class RateLimitedLog {
 
-    private final Scheduler scheduler;
+    private final LongSupplier nanoTime;
     private final long intervalNanos;
     private boolean reported;
     private long nextReportNanos;
     private long unreported;
 
-    RateLimitedLog(Scheduler scheduler, long interval, TimeUnit unit) {
-        this.scheduler = scheduler;
+    RateLimitedLog(LongSupplier nanoTime, long interval, TimeUnit unit) {
+        this.nanoTime = nanoTime;
         this.intervalNanos = unit.toNanos(interval);
     }
 
     /** Counts {@code times} occurrences; calls {@code report} with the count when a report is due. */
     void occurred(long times, LongConsumer report) {
         unreported += times;
-        long now = scheduler.nanoTime();
+        long now = nanoTime.getAsLong();
         if (!reported || now - nextReportNanos >= 0) {
             reported = true;
             nextReportNanos = now + intervalNanos;

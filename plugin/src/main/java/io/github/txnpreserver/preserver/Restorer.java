@@ -3,7 +3,6 @@ package io.github.txnpreserver.preserver;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
-import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.LongSupplier;
@@ -46,7 +45,7 @@ final class Restorer {
 
     private final long coordinatorId;
     private final StateTopic stateTopic;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final PreserverStats stats;
     private final LongSupplier highestSequence;
     private final LongSupplier hotBytes;
@@ -64,14 +63,14 @@ final class Restorer {
      * @param hotBytes heap a read may keep decoded, asked at each read: past it the oldest
      *     blocks read are kept cold
      */
-    Restorer(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, PreserverStats stats,
+    Restorer(long coordinatorId, StateTopic stateTopic, CoordinatorThread thread, PreserverStats stats,
              LongSupplier highestSequence, LongSupplier hotBytes, int perClient, StateTopicWriter writer,
              ReadDone done) {
         this.hotBytes = hotBytes;
         this.perClient = perClient;
         this.coordinatorId = coordinatorId;
         this.stateTopic = stateTopic;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.stats = stats;
         this.highestSequence = highestSequence;
         this.writer = writer;
@@ -80,6 +79,7 @@ final class Restorer {
 
     /** Starts a read. On the coordinator's thread. */
     void read() {
+        assert thread.assertOwner();
         if (phase != Phase.WAITING) {
             return;
         }
@@ -90,11 +90,11 @@ final class Restorer {
         CompletableFuture<Void> read;
         try {
             read = stateTopic.readToEnd(collector::accept,
-                    scheduler.blockingExecutor("txn-preserver-restore-" + coordinatorId));
+                    thread.blockingExecutor("txn-preserver-restore-" + coordinatorId));
         } catch (RuntimeException e) {
             read = CompletableFuture.failedFuture(e);
         }
-        read.whenComplete((ignored, error) -> scheduler.execute(() -> readDone(collector, error)));
+        read.whenComplete((ignored, error) -> thread.execute(() -> readDone(collector, error)));
     }
 
     void close() {
@@ -131,7 +131,7 @@ final class Restorer {
     }
 
     private void readAgain() {
-        scheduler.schedule(this::read, retryDelay);
+        thread.schedule(this::read, retryDelay);
         retryDelay = retryDelay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY
                 : retryDelay.multipliedBy(2);
     }

@@ -1,7 +1,6 @@
 package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.statetopic.StateTopic;
-import io.github.txnpreserver.time.Scheduler;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -19,20 +18,21 @@ final class StateTopicCompaction {
 
     private final long coordinatorId;
     private final StateTopic stateTopic;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final CompactionPacing pacing;
     private final RateLimitedLog failures;
 
-    StateTopicCompaction(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, CompactionPacing pacing) {
+    StateTopicCompaction(long coordinatorId, StateTopic stateTopic, CoordinatorThread thread, CompactionPacing pacing) {
         this.coordinatorId = coordinatorId;
         this.stateTopic = stateTopic;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.pacing = pacing;
-        this.failures = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.failures = new RateLimitedLog(thread::nanoTime, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     }
 
     /** Asks for a new threshold if the compacted view of {@code keys} records no longer fits the one set. */
     void pace(long keys) {
+        assert thread.assertOwner();
         CompactionPacing.Request request = pacing.nextRequest(keys);
         if (request == null) {
             return;
@@ -43,7 +43,7 @@ final class StateTopicCompaction {
         } catch (RuntimeException e) {
             answer = CompletableFuture.failedFuture(e);
         }
-        answer.whenComplete((set, error) -> scheduler.execute(() -> answered(request, keys, set, error)));
+        answer.whenComplete((set, error) -> thread.execute(() -> answered(request, keys, set, error)));
     }
 
     private void answered(CompactionPacing.Request request, long keys, Boolean set, Throwable error) {

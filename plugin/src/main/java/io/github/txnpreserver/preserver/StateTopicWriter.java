@@ -50,7 +50,7 @@ final class StateTopicWriter {
 
     private final long coordinatorId;
     private final StateTopic stateTopic;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final OutcomeIndex index;
     private final DurabilityQueue queue;
     private final PreserverStats stats;
@@ -64,6 +64,8 @@ final class StateTopicWriter {
     private boolean flushScheduled;
     /** The scheduled flush, and when it is due (nanos), while {@link #flushScheduled}. */
     private Scheduler.Cancellable scheduledFlush;
+    /** The writer's replacement in flight, if any. */
+    private CompletableFuture<Boolean> replacing;
     private long scheduledFlushNanos;
     private boolean flushInFlight;
     private long attempt;
@@ -71,20 +73,20 @@ final class StateTopicWriter {
     private boolean replaceAfterRestore;
     private Duration replaceRetryDelay = FIRST_RETRY_DELAY;
 
-    StateTopicWriter(long coordinatorId, StateTopic stateTopic, Scheduler scheduler, OutcomeIndex index,
+    StateTopicWriter(long coordinatorId, StateTopic stateTopic, CoordinatorThread thread, OutcomeIndex index,
                      DurabilityQueue queue, PreserverStats stats, CompactionPacing pacing, Duration groupCommit,
                      BooleanSupplier restoring) {
         this.coordinatorId = coordinatorId;
         this.stateTopic = stateTopic;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.index = index;
         this.queue = queue;
         this.stats = stats;
         this.pacing = pacing;
         this.groupCommit = groupCommit;
         this.restoring = restoring;
-        this.writeFailures = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
-        this.replacements = new RateLimitedLog(scheduler, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.writeFailures = new RateLimitedLog(thread::nanoTime, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
+        this.replacements = new RateLimitedLog(thread::nanoTime, REPORT_INTERVAL_SECONDS, TimeUnit.SECONDS);
     }
 
     /** How to close the coordinator here once its writer was fenced or the broker no longer owns it. */
@@ -108,6 +110,7 @@ final class StateTopicWriter {
 
     /** Changes were made: their blocks go out with the next flush, a group interval from now. */
     void requestFlush() {
+        assert thread.assertOwner();
         if (state != WriterState.WRITING || flushInFlight || !queue.isDirty()) {
             return;
         }
@@ -120,7 +123,7 @@ final class StateTopicWriter {
      * not delay the others' writes.
      */
     private void scheduleFlush(Duration delay) {
-        long due = scheduler.nanoTime() + delay.toNanos();
+        long due = thread.nanoTime() + delay.toNanos();
         if (flushScheduled) {
             if (scheduledFlushNanos <= due) {
                 return;
@@ -129,7 +132,7 @@ final class StateTopicWriter {
         }
         flushScheduled = true;
         scheduledFlushNanos = due;
-        scheduledFlush = scheduler.schedule(this::flush, delay);
+        scheduledFlush = thread.schedule(this::flush, delay);
     }
 
     private void flush() {
@@ -137,7 +140,7 @@ final class StateTopicWriter {
         if (state != WriterState.WRITING || flushInFlight) {
             return;
         }
-        long now = scheduler.nanoTime();
+        long now = thread.nanoTime();
         List<DurabilityQueue.Write> writes = queue.drain(index::isHeld, now);
         if (writes.isEmpty()) {
             long retryAt = queue.nextRetryNanos(index::isHeld);
@@ -158,7 +161,7 @@ final class StateTopicWriter {
                     e.toString());
         }
         CompletableFuture.allOf(sends.toArray(new CompletableFuture[0])).whenComplete((ignored, error) ->
-                scheduler.execute(() -> flushed(writes, sends, now)));
+                thread.execute(() -> flushed(writes, sends, now)));
     }
 
     /** Completes with where the record landed, or null for a tombstone. */
@@ -184,7 +187,7 @@ final class StateTopicWriter {
         if (state == WriterState.CLOSED) {
             return;
         }
-        long now = scheduler.nanoTime();
+        long now = thread.nanoTime();
         stats.stateWriteLatency.recordNanos(now - startNanos);
         StateTopic.WriteFailure worst = null;
         Throwable cause = null;
@@ -272,11 +275,12 @@ final class StateTopicWriter {
             reopened = CompletableFuture.failedFuture(e);
         }
         CompletableFuture<Boolean> attemptDone = reopened;
+        replacing = attemptDone;
         Scheduler.Cancellable[] giveUp = new Scheduler.Cancellable[1];
         giveUpUnlessProgress(attemptDone, stateTopic.replacementProgress(), giveUp);
         reopened.whenComplete((recreated, error) -> {
             giveUp[0].cancel();
-            scheduler.execute(() -> replaced(mine, recreated, error));
+            thread.execute(() -> replaced(mine, recreated, error));
         });
     }
 
@@ -287,7 +291,7 @@ final class StateTopicWriter {
      */
     private void giveUpUnlessProgress(CompletableFuture<Boolean> attemptDone, long progressSeen,
                                       Scheduler.Cancellable[] giveUp) {
-        giveUp[0] = scheduler.schedule(() -> {
+        giveUp[0] = thread.schedule(() -> {
             long progress = stateTopic.replacementProgress();
             if (progress != progressSeen && !attemptDone.isDone()) {
                 giveUpUnlessProgress(attemptDone, progress, giveUp);
@@ -321,7 +325,7 @@ final class StateTopicWriter {
         log.warn("Coordinator {}: could not replace the writer of state topic {} ({}); trying again in {} ms",
                 coordinatorId, stateTopic, cause.toString(), replaceRetryDelay.toMillis());
         long pending = attempt;
-        scheduler.schedule(() -> {
+        thread.schedule(() -> {
             if (state != WriterState.REPLACE_PENDING || pending != attempt) {
                 return;
             }
@@ -384,7 +388,7 @@ final class StateTopicWriter {
         released.whenComplete((ignored, error) -> {
             if (error != null) {
                 // The broker was busy with the coordinator (loading it): asked again shortly.
-                scheduler.schedule(this::askToRelease, RELEASE_RETRY_DELAY);
+                thread.schedule(this::askToRelease, RELEASE_RETRY_DELAY);
             }
         });
     }
@@ -403,7 +407,7 @@ final class StateTopicWriter {
         } catch (RuntimeException e) {
             asked = CompletableFuture.failedFuture(e);
         }
-        asked.whenComplete((again, error) -> scheduler.execute(() -> {
+        asked.whenComplete((again, error) -> thread.execute(() -> {
             if (error != null) {
                 log.debug("Coordinator {}: could not check state topic {}: {}", coordinatorId, stateTopic,
                         error.toString());
@@ -433,6 +437,10 @@ final class StateTopicWriter {
     void close() {
         if (state != WriterState.CLOSED) {
             become(WriterState.CLOSED);
+        }
+        if (replacing != null) {
+            // Its give-up timer is dropped with the coordinator: failed now, the topic installs no writer for it.
+            replacing.completeExceptionally(thread.closedError());
         }
     }
 }

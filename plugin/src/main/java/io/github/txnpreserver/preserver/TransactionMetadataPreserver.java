@@ -63,7 +63,6 @@ public final class TransactionMetadataPreserver {
     private final long coordinatorId;
     private final PreserverConfig config;
     private final StateTopic stateTopic;
-    private final Scheduler scheduler;
     private final OutcomeMemoryBudget budget;
     private final PreserverStats stats = new PreserverStats();
     private final OutcomeIndex index;
@@ -90,20 +89,19 @@ public final class TransactionMetadataPreserver {
         this.coordinatorId = coordinatorId;
         this.config = config;
         this.stateTopic = stateTopic;
-        this.scheduler = scheduler;
         this.budget = budget;
         this.thread = new CoordinatorThread(coordinatorId, scheduler);
         this.index = new OutcomeIndex(config.persistCountPerClient(), config.maxKeptPerCoordinator(),
                 config.persistTime().toMillis(), queue::changed);
-        this.writer = new StateTopicWriter(coordinatorId, stateTopic, scheduler, index, queue, stats, pacing,
+        this.writer = new StateTopicWriter(coordinatorId, stateTopic, thread, index, queue, stats, pacing,
                 groupCommit, index::isHolding);
-        this.memory = new MemoryShare(coordinatorId, index, queue::isDurable, scheduler, budget, this::changed);
-        this.compaction = new StateTopicCompaction(coordinatorId, stateTopic, scheduler, pacing);
-        this.coldReads = new ColdReads(coordinatorId, stateTopic, scheduler, stats, COLD_READ_WAIT,
+        this.memory = new MemoryShare(coordinatorId, index, queue::isDurable, thread, budget, this::changed);
+        this.compaction = new StateTopicCompaction(coordinatorId, stateTopic, thread, pacing);
+        this.coldReads = new ColdReads(coordinatorId, stateTopic, thread, stats, COLD_READ_WAIT,
                 index::coldRecordOf);
-        this.lookUps = new LookUps(coordinatorId, index, coldReads, scheduler, stats, RESTORE_WAIT);
-        index.readColdWith((blockIndex, position) -> scheduler.execute(() -> readColdPart(blockIndex)));
-        stateTopic.onRecordsMoved((key, position) -> scheduler.execute(() -> recordMoved(key, position)));
+        this.lookUps = new LookUps(coordinatorId, index, coldReads, thread, stats, RESTORE_WAIT);
+        index.readColdWith((blockIndex, position) -> thread.execute(() -> readColdPart(blockIndex)));
+        stateTopic.onRecordsMoved((key, position) -> thread.execute(() -> recordMoved(key, position)));
         this.logHold = new LogHold(coordinatorId, index, queue);
     }
 
@@ -121,10 +119,10 @@ public final class TransactionMetadataPreserver {
             if (restorer != null) {
                 return;
             }
-            stats.restoreStartNanos = scheduler.nanoTime();
+            stats.restoreStartNanos = thread.nanoTime();
             stats.restoring = true;
             index.hold(highestSequence.getAsLong());
-            restorer = new Restorer(coordinatorId, stateTopic, scheduler, stats, highestSequence,
+            restorer = new Restorer(coordinatorId, stateTopic, thread, stats, highestSequence,
                     () -> Math.max(0, budget.limitBytes() - budget.usedBytes()), config.persistCountPerClient(),
                     writer, this::finishRestore);
             restorer.read();
@@ -139,18 +137,13 @@ public final class TransactionMetadataPreserver {
 
     /** Starts the periodic expiry, the check that the topic was not created again, compaction pacing and figures. */
     public void start() {
-        every(config.expireCheckInterval(), () -> {
-            index.expire(scheduler.millis());
+        thread.every(config.expireCheckInterval(), () -> {
+            index.expire(thread.millis());
             changed();
         });
-        every(TOPIC_CHECK_INTERVAL, writer::checkTopicCreatedAgain);
-        every(CompactionPacing.CHECK_INTERVAL, this::paceCompaction);
-        every(FIGURES_INTERVAL, this::publishFigures);
-    }
-
-    /** Runs {@code task} on this coordinator's thread every {@code interval}, until it closes. */
-    public void every(Duration interval, Runnable task) {
-        thread.every(interval, task);
+        thread.every(TOPIC_CHECK_INTERVAL, writer::checkTopicCreatedAgain);
+        thread.every(CompactionPacing.CHECK_INTERVAL, this::paceCompaction);
+        thread.every(FIGURES_INTERVAL, this::publishFigures);
     }
 
     /** How to close the coordinator here once its writer was fenced or this broker no longer owns it. */
@@ -216,7 +209,7 @@ public final class TransactionMetadataPreserver {
         recentAnswers.forget(sequence);
         boolean queued = thread.defer(() -> {
             recentAnswers.forget(sequence);
-            logHold.decided(sequence, outcome, owner, scheduler.millis());
+            logHold.decided(sequence, outcome, owner, thread.millis());
             changed();
         });
         return queued ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(thread.closedError());
@@ -253,7 +246,7 @@ public final class TransactionMetadataPreserver {
     /** The last restore's duration, in seconds; while one is in progress, its time so far. */
     public double restoreSeconds() {
         return stats.restoring
-                ? (scheduler.nanoTime() - stats.restoreStartNanos) / 1e9
+                ? (thread.nanoTime() - stats.restoreStartNanos) / 1e9
                 : stats.restoreMillis / 1000.0;
     }
 
@@ -288,7 +281,7 @@ public final class TransactionMetadataPreserver {
      * not read; the preserver for an outcome it could not keep.
      */
     public void notKept(long sequence, Throwable cause) {
-        scheduler.execute(() -> logHold.notKept(sequence, cause));
+        thread.execute(() -> logHold.notKept(sequence, cause));
     }
 
     /**
@@ -320,9 +313,9 @@ public final class TransactionMetadataPreserver {
      */
     public CompletableFuture<KeptOutcome> lookUp(TxnID txnId) {
         if (txnId.getMostSigBits() == coordinatorId && !thread.isClosed()) {
-            KeptOutcome recent = recentAnswers.get(txnId.getLeastSigBits(), scheduler.nanoTime());
+            KeptOutcome recent = recentAnswers.get(txnId.getLeastSigBits(), thread.nanoTime());
             // Near its time-to-live, the thread says whether it is still kept.
-            if (recent != null && scheduler.millis() - recent.endTimeMillis() < config.persistTime().toMillis()
+            if (recent != null && thread.millis() - recent.endTimeMillis() < config.persistTime().toMillis()
                     - RecentAnswers.MAX_AGE_NANOS / 1_000_000) {
                 stats.keptLookups.increment();
                 return CompletableFuture.completedFuture(recent);
@@ -332,7 +325,7 @@ public final class TransactionMetadataPreserver {
         long started = recentAnswers.startLookUp(txnId.getLeastSigBits());
         answer.thenAccept(kept -> {
             if (kept != null) {
-                recentAnswers.found(txnId.getLeastSigBits(), started, kept, scheduler.nanoTime());
+                recentAnswers.found(txnId.getLeastSigBits(), started, kept, thread.nanoTime());
             }
         });
         // Deferred: a transaction no longer live is asked about by a client's retry, which can
@@ -371,7 +364,7 @@ public final class TransactionMetadataPreserver {
                 log.warn("Coordinator {}: could not read the cold record of block {}, which an end brought back"
                         + " into memory; reading it again in {} ms (its ends wait): {}", coordinatorId, blockIndex,
                         COLD_PART_RETRY.toMillis(), error.toString());
-                scheduler.schedule(() -> readColdPart(blockIndex), COLD_PART_RETRY);
+                thread.schedule(() -> readColdPart(blockIndex), COLD_PART_RETRY);
                 return;
             }
             if (decoded == null && !position.equals(index.coldRecordOf(blockIndex))) {
@@ -407,7 +400,7 @@ public final class TransactionMetadataPreserver {
             return;
         }
         try {
-            index.merge(read, scheduler.millis());
+            index.merge(read, thread.millis());
         } catch (RuntimeException | Error e) {
             // A merge that threw may have left the index in part merged. The hold stays, so no
             // outcome it did not merge is written over or answered "not found" (lookups wait,
@@ -419,11 +412,11 @@ public final class TransactionMetadataPreserver {
         queue.holdReleased(index::isHeld);
         stats.restoredRecords = records;
         // From the restore's start, its failed reads and their waits included: what lookups waited.
-        stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(scheduler.nanoTime() - stats.restoreStartNanos);
-        stats.restoreEndMillis = scheduler.millis();
+        stats.restoreMillis = TimeUnit.NANOSECONDS.toMillis(thread.nanoTime() - stats.restoreStartNanos);
+        stats.restoreEndMillis = thread.millis();
         highestSequenceInStateTopic = highestBlock < 0 ? -1 : OutcomeBlock.lastSequenceOf(highestBlock);
         stats.restoring = false;
-        index.expire(scheduler.millis());
+        index.expire(thread.millis());
         pacing.recordsRead(blockRecords, blockBytes);
         publish();
         publishFigures();
@@ -440,7 +433,7 @@ public final class TransactionMetadataPreserver {
     /** Drops the outcomes past their time-to-live, from memory and from the state topic (also periodically). */
     public void expire() {
         thread.execute(() -> {
-            index.expire(scheduler.millis());
+            index.expire(thread.millis());
             changed();
         });
     }
@@ -483,7 +476,7 @@ public final class TransactionMetadataPreserver {
     }
 
     void publishFigures() {
-        figures = PreserverFigures.of(index, scheduler.millis());
+        figures = PreserverFigures.of(index, thread.millis());
     }
 
     private long sequenceOf(TxnID txnId) {
@@ -522,8 +515,8 @@ public final class TransactionMetadataPreserver {
         return coordinatorId;
     }
 
-    public Scheduler scheduler() {
-        return scheduler;
+    public CoordinatorThread thread() {
+        return thread;
     }
 
     /** On the coordinator's thread (tests). */

@@ -147,10 +147,10 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     public void startCleanup(StuckTransactionRedriver.EndRequester endRequester, Duration stuckAfter) {
         StuckTransactionRedriver redriver = new StuckTransactionRedriver(getTransactionCoordinatorID().getId(),
                 this::finishingTransactions, this::isEndActive, preserver::refusesEnds, endRequester,
-                preserver.scheduler(), stuckAfter,
+                preserver.thread(), stuckAfter,
                 preserver.stats());
         Duration interval = stuckAfter.compareTo(MAX_CLEANUP_INTERVAL) < 0 ? stuckAfter : MAX_CLEANUP_INTERVAL;
-        preserver.every(interval, redriver::scan);
+        preserver.thread().every(interval, redriver::scan);
     }
 
     @Override
@@ -189,7 +189,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                     0, highest);
         }
         PreserverFigures figures = preserver.figures();
-        long windowStart = figures.kept() == 0 ? 0 : preserver.scheduler().millis() - figures.windowMillis();
+        long windowStart = figures.kept() == 0 ? 0 : preserver.thread().millis() - figures.windowMillis();
         return new TransactionState(txnId.toString(), TransactionState.State.FORGOTTEN, null, null, 0, 0, 0, 0,
                 windowStart, highest);
     }
@@ -329,7 +329,7 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
             TxnMeta live = isTimeout && newStatus == TxnStatus.ABORTING ? liveTxnMeta(txnId) : null;
             boolean byTimeout = live != null && live.status() == TxnStatus.OPEN;
             if (byTimeout) {
-                timeoutAborts.began(sequence, preserver.scheduler().millis());
+                timeoutAborts.began(sequence, preserver.thread().millis());
             }
             CompletableFuture<Void> step = stockStep(txnId, newStatus, expectedStatus, isTimeout);
             if (byTimeout) {

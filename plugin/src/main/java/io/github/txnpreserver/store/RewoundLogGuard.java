@@ -2,6 +2,7 @@ package io.github.txnpreserver.store;
 
 import io.github.txnpreserver.preserver.BlockRecordCodec;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.CoordinatorThread;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.HashMap;
@@ -41,12 +42,12 @@ public final class RewoundLogGuard {
     static final long MARGIN = 1L << 32;
 
     private final long coordinatorId;
-    private final Scheduler scheduler;
+    private final CoordinatorThread thread;
     private final CompletableFuture<Void> issuing;
 
-    private RewoundLogGuard(long coordinatorId, Scheduler scheduler, CompletableFuture<Void> issuing) {
+    private RewoundLogGuard(long coordinatorId, CoordinatorThread thread, CompletableFuture<Void> issuing) {
         this.coordinatorId = coordinatorId;
-        this.scheduler = scheduler;
+        this.thread = thread;
         this.issuing = issuing;
     }
 
@@ -55,13 +56,13 @@ public final class RewoundLogGuard {
                                         MLTransactionSequenceIdGenerator generator) {
         if (highestSequence(generator) >= 0) {
             preserver.startRestore(() -> highestSequence(generator));
-            return new RewoundLogGuard(coordinatorId, preserver.scheduler(), CompletableFuture.completedFuture(null));
+            return new RewoundLogGuard(coordinatorId, preserver.thread(), CompletableFuture.completedFuture(null));
         }
         CompletableFuture<Void> restored = preserver.startRestore(() -> BlockRecordCodec.MAX_PLAUSIBLE_SEQUENCE);
         // Completes on the coordinator's thread, before any transaction is issued.
         CompletableFuture<Void> issuing = restored.thenRun(() -> moveNewLog(coordinatorId,
                 preserver.highestSequenceInStateTopic(), generator));
-        return new RewoundLogGuard(coordinatorId, preserver.scheduler(), issuing);
+        return new RewoundLogGuard(coordinatorId, preserver.thread(), issuing);
     }
 
     /**
@@ -78,7 +79,7 @@ public final class RewoundLogGuard {
             return issue.get();
         }
         CompletableFuture<T> answer = new CompletableFuture<>();
-        Scheduler.Cancellable timeout = scheduler.schedule(() -> answer.completeExceptionally(
+        Scheduler.Cancellable timeout = thread.schedule(() -> answer.completeExceptionally(
                 new CoordinatorNotFoundException("Coordinator " + coordinatorId + " issues no transaction yet: its"
                         + " transaction log is new, and its state topic, whose kept outcomes may hold the ids the log"
                         + " would issue, is still being read")), TransactionMetadataPreserver.RESTORE_WAIT);

@@ -43,6 +43,7 @@ public final class ExecutorScheduler implements Scheduler {
     /** The drain to come: {@link #NONE}, {@link #SOON} (within the defer bound) or {@link #NOW}. */
     private final AtomicInteger drain = new AtomicInteger(NONE);
     private volatile boolean shutDown;
+    private volatile Thread owner;
 
     public ExecutorScheduler(String threadName, Clock clock) {
         this.clock = clock;
@@ -53,6 +54,7 @@ public final class ExecutorScheduler implements Scheduler {
             // (netty 4.1) or gets no pooling (4.2). They are freed when the thread ends.
             Thread thread = new FastThreadLocalThread(runnable, threadName);
             thread.setDaemon(true);
+            owner = thread;
             return thread;
         });
         // Once shut down, delayed tasks (expiry checks, backoffs) are dropped with the coordinator.
@@ -141,6 +143,11 @@ public final class ExecutorScheduler implements Scheduler {
         } catch (RejectedExecutionException shutDown) {
             return () -> { };
         }
+    }
+
+    @Override
+    public boolean inOwnerThread() {
+        return Thread.currentThread() == owner;
     }
 
     /** A daemon thread of its own per task: the restore reads once per opening, with blocking calls. */

@@ -54,6 +54,12 @@ public interface Scheduler {
     Executor blockingExecutor(String threadName);
 
     /**
+     * Whether the calling thread is the one that runs this scheduler's tasks (for the
+     * coordinator's owner-thread assertion).
+     */
+    boolean inOwnerThread();
+
+    /**
      * Tasks already queued to run now still run; delayed tasks and tasks handed over later are
      * dropped.
      */

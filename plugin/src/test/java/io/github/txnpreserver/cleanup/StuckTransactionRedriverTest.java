@@ -25,7 +25,7 @@ class StuckTransactionRedriverTest {
     private final CoordinatorHarness coordinator = CoordinatorHarness.start(10, 100);
     private final StuckTransactionRedriver redriver = new StuckTransactionRedriver(CoordinatorHarness.TC_ID,
             coordinator.store()::finishingTransactions, coordinator.store()::isEndActive,
-            coordinator.preserver()::refusesEnds, coordinator::endThroughBroker, coordinator.scheduler(), STUCK_AFTER, coordinator.preserver().stats());
+            coordinator.preserver()::refusesEnds, coordinator::endThroughBroker, coordinator.preserver().thread(), STUCK_AFTER, coordinator.preserver().stats());
 
     @AfterEach
     void close() {

@@ -3,6 +3,7 @@ package io.github.txnpreserver.preserver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.testing.ManualScheduler;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -58,5 +59,69 @@ class CoordinatorThreadTest {
 
         assertThat(closed).isCompleted();
         assertThat(ran).isEmpty();
+    }
+
+    @Test
+    void aDelayedTaskRunsWhenDueAndNotOnceClosed() {
+        thread.schedule(() -> ran.add("due before the close"), Duration.ofSeconds(1));
+        thread.schedule(() -> ran.add("due after the close"), Duration.ofSeconds(3));
+
+        scheduler.advance(Duration.ofSeconds(2));
+        thread.close(() -> { });
+        scheduler.advance(Duration.ofSeconds(2));
+
+        assertThat(ran).containsExactly("due before the close");
+    }
+
+    @Test
+    void aPeriodicTaskRunsEachIntervalUntilClosed() {
+        thread.every(Duration.ofSeconds(1), () -> ran.add("tick"));
+
+        scheduler.advance(Duration.ofMillis(2500));
+        thread.close(() -> { });
+        scheduler.advance(Duration.ofSeconds(5));
+
+        assertThat(ran).containsExactly("tick", "tick");
+    }
+
+    @Test
+    void anAnswerGivenOnceClosedFailsRetryably() {
+        thread.close(() -> { });
+        scheduler.runReady();
+        CompletableFuture<String> answer = new CompletableFuture<>();
+
+        thread.answer(answer, () -> answer.complete("answered"));
+        scheduler.runReady();
+
+        assertThat(answer).failsWithin(Duration.ZERO).withThrowableThat()
+                .havingCause().isInstanceOf(PreserverUnavailableException.class);
+    }
+
+    @Test
+    void itsClocksAreTheSchedulers() {
+        scheduler.advance(Duration.ofMillis(1500));
+
+        assertThat(thread.nanoTime()).isEqualTo(scheduler.nanoTime()).isEqualTo(1_500_000_000L);
+        assertThat(thread.millis()).isEqualTo(scheduler.millis()).isEqualTo(1500);
+    }
+
+    @Test
+    void confinedStateReachedFromAnotherThreadFailsItsAssertion() throws Exception {
+        scheduler.runReady();
+        CompletableFuture<Throwable> fromElsewhere = new CompletableFuture<>();
+        Thread other = new Thread(() -> {
+            try {
+                thread.assertOwner();
+                fromElsewhere.complete(null);
+            } catch (Throwable e) {
+                fromElsewhere.complete(e);
+            }
+        });
+        other.start();
+        other.join(5_000);
+
+        assertThat(thread.assertOwner()).as("on the thread that runs its tasks").isTrue();
+        assertThat(fromElsewhere.getNow(null)).isInstanceOf(AssertionError.class)
+                .hasMessageContaining("coordinator 7");
     }
 }

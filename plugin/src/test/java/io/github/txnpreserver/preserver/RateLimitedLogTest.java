@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 class RateLimitedLogTest {
 
     private final ManualScheduler scheduler = new ManualScheduler(0);
-    private final RateLimitedLog log = new RateLimitedLog(scheduler, 1, TimeUnit.SECONDS);
+    private final RateLimitedLog log = new RateLimitedLog(scheduler::nanoTime, 1, TimeUnit.SECONDS);
     private final List<Long> reports = new ArrayList<>();
 
     @Test

@@ -62,7 +62,7 @@ class StateTopicWriterTest {
     private final StateTopicWriter writer = newWriter();
 
     private StateTopicWriter newWriter() {
-        StateTopicWriter made = new StateTopicWriter(TC, topic, scheduler, index, queue, stats, new CompactionPacing(),
+        StateTopicWriter made = new StateTopicWriter(TC, topic, new CoordinatorThread(TC, scheduler), index, queue, stats, new CompactionPacing(),
                 GROUP, () -> restoring);
         made.releaseCoordinatorWith(() -> {
             releasesAsked++;
@@ -324,6 +324,22 @@ class StateTopicWriterTest {
             assertThat(topic.writes).as("the lost write only").containsExactly("write c0");
             assertThat(releasesAsked).isZero();
             assertThat(topic.reopens).hasSize(1);
+        }
+
+        /**
+         * Its give-up timer is dropped with the coordinator: the close fails the replacement
+         * in flight itself, so the topic installs no writer for it and nothing waits on it.
+         */
+        @Test
+        void aReplacementInFlightWhenTheCoordinatorClosesIsFailed() {
+            end(1);
+            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            scheduler.advance(GROUP);
+            assertThat(writer.state()).isEqualTo(REPLACING);
+
+            writer.close();
+
+            assertThat(topic.reopens.get(0)).isCompletedExceptionally();
         }
 
         /**

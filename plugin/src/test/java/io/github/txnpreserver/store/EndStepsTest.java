@@ -100,7 +100,7 @@ class EndStepsTest {
         StuckTransactionRedriver redriver = new StuckTransactionRedriver(CoordinatorHarness.TC_ID,
                 coordinator.store()::finishingTransactions, coordinator.store()::isEndActive,
                 coordinator.preserver()::refusesEnds,
-                coordinator::endThroughBroker, coordinator.scheduler(), STUCK_AFTER, coordinator.preserver().stats());
+                coordinator::endThroughBroker, coordinator.preserver().thread(), STUCK_AFTER, coordinator.preserver().stats());
         coordinator.scheduler().execute(redriver::scan);
         coordinator.settle();
 

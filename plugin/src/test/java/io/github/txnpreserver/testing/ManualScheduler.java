@@ -25,6 +25,8 @@ public final class ManualScheduler implements Scheduler {
     private final Clock wallClock;
     private final ReentrantLock running = new ReentrantLock();
     private volatile Thread pump;
+    /** The test's thread (the last to run tasks): it also calls the parts a test drives directly. */
+    private volatile Thread runner;
 
     /** Wall-clock time starts at {@code startMillis} and moves with {@link #advance}. */
     public ManualScheduler(long startMillis) {
@@ -108,6 +110,20 @@ public final class ManualScheduler implements Scheduler {
         return scheduled;
     }
 
+    /**
+     * The thread running tasks now; with no pump, also the test's own thread, the last to run
+     * tasks (a test drives some parts directly, as their tasks would), or any before the
+     * first run: any other thread is not the owner.
+     */
+    @Override
+    public boolean inOwnerThread() {
+        if (running.isHeldByCurrentThread()) {
+            return true;
+        }
+        Thread last = runner;
+        return pump == null && (last == null || last == Thread.currentThread());
+    }
+
     /** Blocking work runs at once on the caller's thread: the in-memory topics never block. */
     @Override
     public java.util.concurrent.Executor blockingExecutor(String threadName) {
@@ -124,6 +140,7 @@ public final class ManualScheduler implements Scheduler {
     public int runReady() {
         running.lock();
         try {
+            runner = Thread.currentThread();
             return runDue();
         } finally {
             running.unlock();
@@ -153,6 +170,7 @@ public final class ManualScheduler implements Scheduler {
     public void advance(Duration step) {
         running.lock();
         try {
+            runner = Thread.currentThread();
             advanceBy(step);
         } finally {
             running.unlock();

@@ -167,6 +167,16 @@ class ExecutorSchedulerTest {
     }
 
     @Test
+    void itsOwnerIsItsThreadAlone() throws Exception {
+        CompletableFuture<Boolean> inTask = new CompletableFuture<>();
+
+        scheduler.execute(() -> inTask.complete(scheduler.inOwnerThread()));
+
+        assertThat(inTask.get(WAIT_SECONDS, TimeUnit.SECONDS)).as("a task").isTrue();
+        assertThat(scheduler.inOwnerThread()).as("the test's thread").isFalse();
+    }
+
+    @Test
     void wallClockTimeIsTheGivenClocksAndMonotonicTimeTheSystems() {
         ExecutorScheduler fixed = new ExecutorScheduler("fixed-clock",
                 Clock.fixed(Instant.ofEpochMilli(1_700_000_123_456L), ZoneOffset.UTC));
