@@ -3,6 +3,7 @@ package io.github.txnpreserver.cleanup;
 import io.github.txnpreserver.preserver.CoordinatorThread;
 import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.PreserverStats;
+import io.github.txnpreserver.time.Backoff;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
@@ -13,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
@@ -47,8 +49,8 @@ import org.slf4j.LoggerFactory;
 public final class StuckTransactionRedriver {
 
     private static final Logger log = LoggerFactory.getLogger(StuckTransactionRedriver.class);
-    static final long FIRST_BACKOFF_MILLIS = 1_000;
-    static final long MAX_BACKOFF_MILLIS = 300_000;
+    /** A re-drive that failed: its partitions or the coordinator are still in trouble, so waited on longer each time. */
+    static final Backoff BACKOFF = new Backoff(Duration.ofSeconds(1), Duration.ofMinutes(5));
     /**
      * Re-drives of one coordinator in flight at once: a few partitions' markers each, a small
      * load beside the coordinator's clients, and a backlog of thousands drains in minutes.
@@ -175,16 +177,18 @@ public final class StuckTransactionRedriver {
             tracked.remove(txnId, state);
             return;
         }
-        state.nextAttemptMillis = thread.millis() + state.backoffMillis;
+        state.backoffNanos = BACKOFF.nextNanos(state.backoffNanos);
+        long backoffMillis = TimeUnit.NANOSECONDS.toMillis(state.backoffNanos);
+        state.nextAttemptMillis = thread.millis() + backoffMillis;
         log.warn("Coordinator {}: re-drive of {} failed, next in {} ms: {}", coordinatorId, txnId,
-                state.backoffMillis, error.toString());
-        state.backoffMillis = Math.min(state.backoffMillis * 2, MAX_BACKOFF_MILLIS);
+                backoffMillis, error.toString());
     }
 
     private static final class Tracked {
         final long firstSeenMillis;
         long nextAttemptMillis;
-        long backoffMillis = FIRST_BACKOFF_MILLIS;
+        /** The delay after its last failed re-drive ({@link #BACKOFF}), 0 before the first. */
+        long backoffNanos;
         int attempts;
         boolean inFlight;
 

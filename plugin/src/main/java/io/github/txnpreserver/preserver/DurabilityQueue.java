@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.statetopic.StateTopic;
 import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2LongOpenHashMap;
@@ -30,9 +31,6 @@ import org.slf4j.LoggerFactory;
  * <p>Not thread-safe: confined to its coordinator's thread, but for reads of how many wait.
  */
 final class DurabilityQueue {
-
-    static final long FIRST_RETRY_DELAY_NANOS = 100_000_000L;
-    static final long MAX_RETRY_DELAY_NANOS = 5_000_000_000L;
 
     /** A block to send: its record as of {@code offset}. */
     record Write(long blockIndex, long offset) {
@@ -199,8 +197,7 @@ final class DurabilityQueue {
         if (!dirty.containsKey(write.blockIndex())) {
             dirty.put(write.blockIndex(), write.offset());
         }
-        long delay = retryDelay.containsKey(write.blockIndex())
-                ? Math.min(2 * retryDelay.get(write.blockIndex()), MAX_RETRY_DELAY_NANOS) : FIRST_RETRY_DELAY_NANOS;
+        long delay = StateTopic.RETRY.nextNanos(retryDelay.get(write.blockIndex()));
         retryDelay.put(write.blockIndex(), delay);
         retryAt.put(write.blockIndex(), nowNanos + delay);
     }

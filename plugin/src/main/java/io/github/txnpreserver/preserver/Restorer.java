@@ -28,8 +28,6 @@ import org.slf4j.LoggerFactory;
 final class Restorer {
 
     private static final Logger log = LoggerFactory.getLogger(Restorer.class);
-    private static final Duration FIRST_RETRY_DELAY = Duration.ofMillis(100);
-    private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(5);
 
     enum Phase { READING, WAITING, DONE, CLOSED }
 
@@ -53,7 +51,8 @@ final class Restorer {
     private final StateTopicWriter writer;
     private final ReadDone done;
     private Phase phase = Phase.WAITING;
-    private Duration retryDelay = FIRST_RETRY_DELAY;
+    /** The delay before the read after the last failed one ({@link StateTopic#RETRY}). */
+    private Duration retryDelay = Duration.ZERO;
 
     /**
      * @param highestSequence the highest sequence id the coordinator's log has allocated: a
@@ -115,6 +114,7 @@ final class Restorer {
             return;
         }
         phase = Phase.WAITING;
+        retryDelay = StateTopic.RETRY.next(retryDelay);
         log.warn("Coordinator {}: could not read its state topic {}; retrying in {} ms (lookups of ended"
                 + " transactions wait): {}", coordinatorId, stateTopic, retryDelay.toMillis(),
                 FutureUtil.unwrapCompletionException(error).toString());
@@ -132,8 +132,6 @@ final class Restorer {
 
     private void readAgain() {
         thread.schedule(this::read, retryDelay);
-        retryDelay = retryDelay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY
-                : retryDelay.multipliedBy(2);
     }
 
     /** Collects one read's records on the reading thread. */

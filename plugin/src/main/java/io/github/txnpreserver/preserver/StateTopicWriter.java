@@ -37,8 +37,6 @@ import org.slf4j.LoggerFactory;
 final class StateTopicWriter {
 
     private static final Logger log = LoggerFactory.getLogger(StateTopicWriter.class);
-    private static final Duration FIRST_RETRY_DELAY = Duration.ofMillis(100);
-    private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(5);
     private static final Duration RELEASE_RETRY_DELAY = Duration.ofSeconds(1);
     private static final long REPORT_INTERVAL_SECONDS = 60;
     /**
@@ -71,7 +69,8 @@ final class StateTopicWriter {
     private long attempt;
     /** A replacement waits for the restore's end. */
     private boolean replaceAfterRestore;
-    private Duration replaceRetryDelay = FIRST_RETRY_DELAY;
+    /** The delay after the last failed replacement ({@link StateTopic#RETRY}); zero once one succeeded. */
+    private Duration replaceRetryDelay = Duration.ZERO;
 
     StateTopicWriter(long coordinatorId, StateTopic stateTopic, CoordinatorThread thread, OutcomeIndex index,
                      DurabilityQueue queue, PreserverStats stats, CompactionPacing pacing, Duration groupCommit,
@@ -308,7 +307,7 @@ final class StateTopicWriter {
         }
         if (error == null) {
             become(WriterState.WRITING);
-            replaceRetryDelay = FIRST_RETRY_DELAY;
+            replaceRetryDelay = Duration.ZERO;
             queue.retryNow();
             if (recreated) {
                 rewriteEveryBlock();
@@ -322,6 +321,7 @@ final class StateTopicWriter {
             return;
         }
         become(WriterState.REPLACE_PENDING);
+        replaceRetryDelay = StateTopic.RETRY.next(replaceRetryDelay);
         log.warn("Coordinator {}: could not replace the writer of state topic {} ({}); trying again in {} ms",
                 coordinatorId, stateTopic, cause.toString(), replaceRetryDelay.toMillis());
         long pending = attempt;
@@ -336,8 +336,6 @@ final class StateTopicWriter {
             }
             replace(cause, false);
         }, replaceRetryDelay);
-        replaceRetryDelay = replaceRetryDelay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY
-                : replaceRetryDelay.multipliedBy(2);
     }
 
     /**

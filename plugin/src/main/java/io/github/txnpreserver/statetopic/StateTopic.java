@@ -1,5 +1,7 @@
 package io.github.txnpreserver.statetopic;
 
+import io.github.txnpreserver.time.Backoff;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 
@@ -11,6 +13,13 @@ import java.util.concurrent.Executor;
  * landing after the new owner has restored.
  */
 public interface StateTopic {
+
+    /**
+     * How a failed call is tried again (a block's write, the writer's replacement, the
+     * restore's read): soon at first, since most failures pass with a reconnect, and at most
+     * every 5 s, so that a topic down for long is not hammered.
+     */
+    Backoff RETRY = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(5));
 
     /** Writes {@code value} under {@code key}; completes once the write is durable, with where it is. */
     CompletableFuture<RecordPosition> write(String key, byte[] value);

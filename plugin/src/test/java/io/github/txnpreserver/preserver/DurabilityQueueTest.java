@@ -1,5 +1,6 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.statetopic.StateTopic;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import it.unimi.dsi.fastutil.longs.LongArrayList;
@@ -20,8 +21,8 @@ class DurabilityQueueTest {
 
     private static final LongPredicate NONE_HELD = index -> false;
     private static final long MS = 1_000_000L;
-    private static final long FIRST = DurabilityQueue.FIRST_RETRY_DELAY_NANOS;
-    private static final long MAX = DurabilityQueue.MAX_RETRY_DELAY_NANOS;
+    private static final long FIRST = StateTopic.RETRY.first().toNanos();
+    private static final long MAX = StateTopic.RETRY.max().toNanos();
 
     private final DurabilityQueue queue = new DurabilityQueue();
     /** What waiters ran, in order. */
