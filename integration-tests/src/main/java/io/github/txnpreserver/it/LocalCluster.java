@@ -3,14 +3,12 @@ package io.github.txnpreserver.it;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.admin.PulsarAdminException;
@@ -27,7 +25,6 @@ import org.apache.pulsar.client.api.PulsarClientException;
 public final class LocalCluster implements AutoCloseable {
 
     public static final String CLUSTER = "it-cluster";
-    private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
     private static final String SESSION_TIMEOUT_MILLIS = "6000";
 
     private final Path home;
@@ -71,7 +68,7 @@ public final class LocalCluster implements AutoCloseable {
         LocalCluster cluster = new LocalCluster(brokerHomes, LocalPulsar.newDir(name), brokerConfig);
         try {
             cluster.zookeeper.start();
-            Ports.awaitAnswer(cluster.zookeeperPort, START_TIMEOUT, cluster.zookeeper);
+            Ports.awaitAnswer(cluster.zookeeperPort, BrokerProcess.START_TIMEOUT, cluster.zookeeper);
             cluster.initializeMetadata(coordinators);
             cluster.bookie.start();
             cluster.awaitBookieRegistered();
@@ -95,14 +92,14 @@ public final class LocalCluster implements AutoCloseable {
 
     /** A service URL naming every broker, as clients of a cluster are configured. */
     public String serviceUrl() {
-        return "pulsar://" + brokers.stream().map(broker -> "127.0.0.1:" + broker.brokerPort)
+        return "pulsar://" + brokers.stream().map(broker -> "127.0.0.1:" + broker.process.brokerPort())
                 .collect(Collectors.joining(","));
     }
 
     /** The broker whose web service URL is given (as admin lookups answer). */
     public Broker brokerAt(String url) {
-        return brokers.stream().filter(broker -> url.contains(":" + broker.webPort) || url.contains(":"
-                + broker.brokerPort)).findFirst()
+        return brokers.stream().filter(broker -> url.contains(":" + broker.process.webPort()) || url.contains(":"
+                + broker.process.brokerPort())).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("No broker of this cluster at " + url));
     }
 
@@ -138,7 +135,7 @@ public final class LocalCluster implements AutoCloseable {
             InterruptedException {
         String[] path = topic.substring(topic.indexOf("://") + 3).split("/");
         String namespace = path[0] + "/" + path[1];
-        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        Instant deadline = Instant.now().plus(BrokerProcess.START_TIMEOUT);
         try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(target.httpUrl()).build()) {
             while (brokerAt(admin.lookups().lookupTopic(topic)) != target) {
                 if (Instant.now().isAfter(deadline)) {
@@ -167,42 +164,21 @@ public final class LocalCluster implements AutoCloseable {
     /** One broker of the cluster. */
     public final class Broker {
 
-        private final String name;
-        private final int brokerPort;
-        private final int webPort;
-        private final Map<String, String> keys = new LinkedHashMap<>();
-        private ServiceProcess process;
+        private final BrokerProcess process;
 
         private Broker(String name, Path home, int brokerPort, int webPort, Map<String, String> config)
                 throws IOException {
-            this.name = name;
-            this.brokerPort = brokerPort;
-            this.webPort = webPort;
+            Map<String, String> keys = new LinkedHashMap<>();
             keys.put("metadataStoreUrl", "zk:127.0.0.1:" + zookeeperPort);
             keys.put("configurationMetadataStoreUrl", "zk:127.0.0.1:" + zookeeperPort);
             keys.put("metadataStoreSessionTimeoutMillis", SESSION_TIMEOUT_MILLIS);
             keys.put("clusterName", CLUSTER);
-            keys.put("bindAddress", "127.0.0.1");
-            keys.put("advertisedAddress", "127.0.0.1");
-            keys.put("brokerServicePort", Integer.toString(brokerPort));
-            keys.put("webServicePort", Integer.toString(webPort));
             keys.put("managedLedgerDefaultEnsembleSize", "1");
             keys.put("managedLedgerDefaultWriteQuorum", "1");
             keys.put("managedLedgerDefaultAckQuorum", "1");
-            keys.put("defaultRetentionTimeInMinutes", "-1");
-            keys.put("defaultRetentionSizeInMB", "-1");
             keys.put("brokerShutdownTimeoutMs", "10000");
             keys.putAll(config);
-            this.process = processFrom(home);
-        }
-
-        /** The broker process run from {@code home}, with its broker.conf and this broker's keys on top. */
-        private ServiceProcess processFrom(Path home) throws IOException {
-            Path conf = writeConfig(home.resolve("conf/broker.conf"), name + ".conf", keys);
-            Map<String, String> env = jvmEnvironment(name, "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m");
-            env.put("PULSAR_BROKER_CONF", conf.toString());
-            return new ServiceProcess(name, List.of(home.resolve("bin/pulsar").toString(), "broker"), env,
-                    dir.resolve(name + ".out"), brokerPort, webPort);
+            this.process = BrokerProcess.clusterMember(name, home, dir, new int[] {brokerPort, webPort}, keys);
         }
 
         /**
@@ -211,22 +187,20 @@ public final class LocalCluster implements AutoCloseable {
          * of a rolling rollout.
          */
         public void reinstall(Path home) throws IOException, InterruptedException {
-            process.stop();
-            process = processFrom(home);
-            start();
+            process.reinstall(home);
         }
 
         public String serviceUrl() {
-            return "pulsar://127.0.0.1:" + brokerPort;
+            return process.serviceUrl();
         }
 
         public String httpUrl() {
-            return "http://127.0.0.1:" + webPort;
+            return process.httpUrl();
         }
 
         /** The broker's id, as the load manager names it (an unload's destination). */
         public String brokerId() {
-            return "127.0.0.1:" + webPort;
+            return "127.0.0.1:" + process.webPort();
         }
 
         public Path logFile() {
@@ -236,16 +210,6 @@ public final class LocalCluster implements AutoCloseable {
         /** Starts the broker (again) and waits until it is healthy. */
         public void start() throws IOException, InterruptedException {
             process.start();
-            Instant deadline = Instant.now().plus(START_TIMEOUT);
-            while (Instant.now().isBefore(deadline)) {
-                process.requireAlive();
-                if (AdminHttp.get(httpUrl(), "/admin/v2/brokers/health", null) != null) {
-                    return;
-                }
-                Thread.sleep(500);
-            }
-            process.kill();
-            throw new IllegalStateException(name + " not healthy within " + START_TIMEOUT + "\n" + process.tail(40));
         }
 
         public void kill() throws InterruptedException {
@@ -267,7 +231,7 @@ public final class LocalCluster implements AutoCloseable {
     }
 
     private ServiceProcess zookeeperProcess() throws IOException {
-        Path conf = writeConfig(home.resolve("conf/zookeeper.conf"), "zookeeper.conf", Map.of(
+        Path conf = writeConfig("zookeeper.conf", Map.of(
                 "dataDir", dir.resolve("zookeeper").toString(),
                 "clientPort", Integer.toString(zookeeperPort),
                 "clientPortAddress", "127.0.0.1",
@@ -295,7 +259,7 @@ public final class LocalCluster implements AutoCloseable {
         keys.put("dbStorage_readAheadCacheMaxSizeMb", "32");
         keys.put("dbStorage_rocksDB_blockCacheSize", "16777216");
         keys.put("journalPreAllocSizeMB", "4");
-        Path conf = writeConfig(home.resolve("conf/bookkeeper.conf"), "bookkeeper.conf", keys);
+        Path conf = writeConfig("bookkeeper.conf", keys);
         Map<String, String> env = jvmEnvironment("bookie", "");
         env.put("BOOKIE_MEM", "-Xms128m -Xmx256m -XX:MaxDirectMemorySize=256m");
         env.put("BOOKIE_GC", PulsarDistribution.gcAndJitOptions());
@@ -317,7 +281,7 @@ public final class LocalCluster implements AutoCloseable {
 
     /** The bookie is usable once the registration client has seen it as writable in the metadata store. */
     private void awaitBookieRegistered() throws IOException, InterruptedException {
-        Instant deadline = Instant.now().plus(START_TIMEOUT);
+        Instant deadline = Instant.now().plus(BrokerProcess.START_TIMEOUT);
         while (Instant.now().isBefore(deadline)) {
             bookie.requireAlive();
             if (Files.readString(bookie.logFile()).contains("(writable bookie)")) {
@@ -325,48 +289,23 @@ public final class LocalCluster implements AutoCloseable {
             }
             Thread.sleep(500);
         }
-        throw new IllegalStateException("bookie not registered within " + START_TIMEOUT + "\n" + bookie.tail(40));
+        throw new IllegalStateException("bookie not registered within " + BrokerProcess.START_TIMEOUT + "\n"
+                + bookie.tail(40));
     }
 
     private void runTool(String name, List<String> arguments) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>();
-        command.add(home.resolve("bin/pulsar").toString());
-        command.addAll(arguments);
-        ProcessBuilder builder = new ProcessBuilder(command);
-        builder.environment().putAll(PulsarDistribution.javaEnvironment());
-        builder.environment().putAll(jvmEnvironment(name, "-Xmx128m"));
-        builder.redirectErrorStream(true);
-        Path log = dir.resolve(name + ".out");
-        builder.redirectOutput(log.toFile());
-        Process tool = builder.start();
-        if (!tool.waitFor(2, TimeUnit.MINUTES) || tool.exitValue() != 0) {
-            tool.destroyForcibly();
-            throw new IllegalStateException(name + " failed: " + Files.readString(log));
-        }
+        BrokerProcess.runTool(home, arguments, jvmEnvironment(name, "-Xmx128m"), dir.resolve(name + ".out"));
     }
 
     private Map<String, String> jvmEnvironment(String name, String heap) throws IOException {
-        Path tmp = dir.resolve("tmp-" + name);
-        Files.createDirectories(tmp);
-        Map<String, String> env = new LinkedHashMap<>();
-        env.put("PULSAR_LOG_DIR", dir.resolve("logs-" + name).toString());
-        env.put("PULSAR_MEM", heap);
-        env.put("PULSAR_GC", PulsarDistribution.gcAndJitOptions());
-        env.put("PULSAR_EXTRA_OPTS", "-Djava.io.tmpdir=" + tmp);
-        return env;
+        return BrokerProcess.jvmEnvironment(dir.resolve("logs-" + name), dir.resolve("tmp-" + name), heap, "");
     }
 
-    private Path writeConfig(Path template, String fileName, Map<String, String> keys) throws IOException {
-        Files.createDirectories(dir);
-        // Replaced, not appended: the bookie's configuration reads a repeated key as a list
-        // and uses its first value.
-        List<String> lines = new ArrayList<>(Files.readAllLines(template));
-        lines.removeIf(line -> keys.keySet().stream().anyMatch(key -> line.strip().startsWith(key + "=")));
-        lines.add("");
-        lines.add("# ---- test cluster " + dir.getFileName() + " ----");
-        keys.forEach((key, value) -> lines.add(key + "=" + value));
+    /** The distribution's {@code conf/<fileName>} with {@code keys} set, written to this cluster's folder. */
+    private Path writeConfig(String fileName, Map<String, String> keys) throws IOException {
         Path conf = dir.resolve(fileName);
-        Files.write(conf, lines);
+        BrokerProcess.writeConfig(home.resolve("conf").resolve(fileName), conf,
+                "# ---- test cluster " + dir.getFileName() + " ----", keys);
         return conf;
     }
 }
