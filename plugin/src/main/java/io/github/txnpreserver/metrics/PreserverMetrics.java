@@ -1,5 +1,6 @@
 package io.github.txnpreserver.metrics;
 
+import io.github.txnpreserver.preserver.LatencyHistogram;
 import io.github.txnpreserver.preserver.PreserverFigures;
 import io.github.txnpreserver.preserver.PreserverStats;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
@@ -260,8 +261,7 @@ public final class PreserverMetrics extends Collector {
         void addHistogram(List<String> labelValues, LatencyHistogram histogram) {
             long[] cumulative = histogram.cumulativeCounts();
             for (int i = 0; i < cumulative.length; i++) {
-                String bound = i < LatencyHistogram.BOUNDS_MILLIS.length
-                        ? Collector.doubleToGoString(LatencyHistogram.BOUNDS_MILLIS[i] / 1000.0) : "+Inf";
+                String bound = Collector.doubleToGoString(LatencyHistogram.upperBoundSeconds(i));
                 List<String> names = new ArrayList<>(labels);
                 names.add("le");
                 List<String> values = new ArrayList<>(labelValues);

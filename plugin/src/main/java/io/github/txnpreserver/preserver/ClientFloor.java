@@ -219,7 +219,7 @@ final class ClientFloor {
     int outside(OutcomeBlock block) {
         int outside = 0;
         long first = block.firstSequence();
-        for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = block.nextKeptAfter(offset)) {
             if (!contains(first + offset)) {
                 outside++;
             }

@@ -129,6 +129,11 @@ final class OutcomeBlock {
         return -1;
     }
 
+    /** The first offset after {@code offset} that keeps an outcome, or -1. */
+    int nextKeptAfter(int offset) {
+        return offset == MASK ? -1 : nextKept(offset + 1);
+    }
+
     /** Keeps an outcome; returns the owner id it replaced, or -1 if the offset was empty. */
     int set(int offset, Outcome outcome, int time, int owner) {
         int replaced = has(offset) ? owner(offset) : -1;

@@ -221,7 +221,7 @@ final class OutcomeIndex {
         }
         if (record != null) {
             long before = block.bytes();
-            for (int offset = record.nextKept(0); offset >= 0; offset = next(record, offset)) {
+            for (int offset = record.nextKept(0); offset >= 0; offset = record.nextKeptAfter(offset)) {
                 if (!block.has(offset)) {
                     int owner = this.owners.idOf(owners.nameOf(record.owner(offset)));
                     this.owners.retain(owner);
@@ -416,7 +416,7 @@ final class OutcomeIndex {
 
     /** A block whose landed record says what it holds leaves memory; its record stays, now its only copy. */
     private void goCold(OutcomeBlock block) {
-        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = block.nextKeptAfter(offset)) {
             owners.release(block.owner(offset));
         }
         blockOutcomes -= block.count();
@@ -602,7 +602,7 @@ final class OutcomeIndex {
             // Its record still holds floor entries: the block's next record must too.
             floorOnlyBlocks.remove(index);
             floor.fill(block);
-            for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+            for (int offset = block.nextKept(0); offset >= 0; offset = block.nextKeptAfter(offset)) {
                 owners.retain(block.owner(offset));
             }
             blockOutcomes += block.count();
@@ -617,7 +617,7 @@ final class OutcomeIndex {
      * @return how many of its outcomes stay kept as floor entries
      */
     private int drop(OutcomeBlock block) {
-        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = block.nextKeptAfter(offset)) {
             owners.release(block.owner(offset));
         }
         // Over every offset: a floor entry may outlive its block entry (expired from the block,
@@ -637,7 +637,7 @@ final class OutcomeIndex {
 
     private void dropExpiredEntries(OutcomeBlock block, int through) {
         long before = block.bytes();
-        for (int offset = block.nextKept(0); offset >= 0; offset = next(block, offset)) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = block.nextKeptAfter(offset)) {
             if (block.time(offset) <= through) {
                 owners.release(block.clear(offset));
                 blockOutcomes--;
@@ -656,9 +656,5 @@ final class OutcomeIndex {
         if (floorOnlyBlocks.removeOne(index)) {
             changes.changed(index);
         }
-    }
-
-    static int next(OutcomeBlock block, int offset) {
-        return offset == OutcomeBlock.MASK ? -1 : block.nextKept(offset + 1);
     }
 }

@@ -1,6 +1,5 @@
 package io.github.txnpreserver.preserver;
 
-import io.github.txnpreserver.metrics.LatencyHistogram;
 import java.util.concurrent.atomic.LongAdder;
 
 /** Counters of one coordinator's preserver, read by tests and by the metrics exporter. */

@@ -45,7 +45,7 @@ final class RestoreMerge {
             }
             OutcomeBlock live = index.blocks.get(staged.index);
             if (live == null) {
-                for (int offset = staged.nextKept(0); offset >= 0; offset = OutcomeIndex.next(staged, offset)) {
+                for (int offset = staged.nextKept(0); offset >= 0; offset = staged.nextKeptAfter(offset)) {
                     remap(remap, staged.owner(offset), restored.owners());
                 }
                 staged.remapOwners(remap);
@@ -104,7 +104,7 @@ final class RestoreMerge {
 
     private void mergeInto(OutcomeBlock live, OutcomeBlock staged, int[] remap, OwnerIds restoredOwners) {
         long before = live.bytes();
-        for (int offset = staged.nextKept(0); offset >= 0; offset = OutcomeIndex.next(staged, offset)) {
+        for (int offset = staged.nextKept(0); offset >= 0; offset = staged.nextKeptAfter(offset)) {
             if (!live.has(offset)) {
                 int owner = remap(remap, staged.owner(offset), restoredOwners);
                 index.owners.retain(owner);
@@ -117,7 +117,7 @@ final class RestoreMerge {
     }
 
     private void adoptAsOldest(OutcomeBlock staged) {
-        for (int offset = staged.nextKept(0); offset >= 0; offset = OutcomeIndex.next(staged, offset)) {
+        for (int offset = staged.nextKept(0); offset >= 0; offset = staged.nextKeptAfter(offset)) {
             index.owners.retain(staged.owner(offset));
         }
         index.blocks.put(staged.index, staged);
@@ -157,7 +157,7 @@ final class RestoreMerge {
         NewestPerClient lastClient = null;
         for (OutcomeBlock block = index.byAge.newest(); block != null; block = block.older) {
             long first = block.firstSequence();
-            for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
+            for (int offset = block.nextKept(0); offset >= 0; offset = block.nextKeptAfter(offset)) {
                 int owner = block.owner(offset);
                 if (owner != lastOwner || lastClient == null) {
                     lastClient = newestByOwner.computeIfAbsent(owner, newClient);

@@ -108,7 +108,7 @@ final class RestoredBlocks {
      */
     private void offerNewestFirst(OutcomeBlock block) {
         int kept = 0;
-        for (int offset = block.nextKept(0); offset >= 0; offset = OutcomeIndex.next(block, offset)) {
+        for (int offset = block.nextKept(0); offset >= 0; offset = block.nextKeptAfter(offset)) {
             offsets[kept++] = offset;
         }
         long first = block.firstSequence();

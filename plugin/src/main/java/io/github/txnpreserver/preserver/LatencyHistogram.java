@@ -1,8 +1,8 @@
-package io.github.txnpreserver.metrics;
+package io.github.txnpreserver.preserver;
 
 import java.util.concurrent.atomic.LongAdder;
 
-/** A lock-free latency histogram with fixed millisecond buckets, exported as a Prometheus histogram. */
+/** A lock-free latency histogram with fixed millisecond buckets, which the metrics export as a Prometheus histogram. */
 public final class LatencyHistogram {
 
     /** Upper bounds in milliseconds; a last, implicit bucket is +Inf. */
@@ -35,6 +35,11 @@ public final class LatencyHistogram {
 
     public double sumSeconds() {
         return sumMicros.sum() / 1_000_000.0;
+    }
+
+    /** The upper bound of bucket {@code i} in seconds, {@code +Inf} for the last. */
+    public static double upperBoundSeconds(int i) {
+        return i < BOUNDS_MILLIS.length ? BOUNDS_MILLIS[i] / 1000.0 : Double.POSITIVE_INFINITY;
     }
 
     /** Cumulative counts per bucket, the last one being +Inf. */
