@@ -1,9 +1,9 @@
 package io.github.txnpreserver.bench;
 
 import io.github.txnpreserver.config.PreserverConfig;
-import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import java.time.Duration;

@@ -4,7 +4,7 @@ import io.github.txnpreserver.it.EndAnswer;
 import io.github.txnpreserver.it.LocalPulsar;
 import io.github.txnpreserver.it.PulsarDistribution;
 import io.github.txnpreserver.it.RetryingEndClient;
-import io.github.txnpreserver.preserver.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -2,7 +2,7 @@ package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.github.txnpreserver.preserver.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.time.Duration;
 import java.util.ArrayList;

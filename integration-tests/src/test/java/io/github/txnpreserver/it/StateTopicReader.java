@@ -1,6 +1,6 @@
 package io.github.txnpreserver.it;
 
-import io.github.txnpreserver.preserver.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

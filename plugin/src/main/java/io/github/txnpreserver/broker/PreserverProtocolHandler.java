@@ -2,7 +2,7 @@ package io.github.txnpreserver.broker;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.metrics.PreserverMetrics;
-import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.statetopic.PulsarStateTopic;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.netty.channel.ChannelInitializer;

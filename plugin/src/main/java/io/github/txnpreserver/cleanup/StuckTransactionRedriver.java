@@ -1,18 +1,18 @@
 package io.github.txnpreserver.cleanup;
 
-import io.github.txnpreserver.preserver.CoordinatorThread;
-import io.github.txnpreserver.preserver.Outcome;
-import io.github.txnpreserver.preserver.PreserverStats;
+import io.github.txnpreserver.preserver.kept.Outcome;
+import io.github.txnpreserver.preserver.stats.PreserverStats;
+import io.github.txnpreserver.preserver.thread.CoordinatorThread;
 import io.github.txnpreserver.time.Backoff;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;

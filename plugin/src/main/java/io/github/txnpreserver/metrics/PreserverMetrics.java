@@ -1,16 +1,16 @@
 package io.github.txnpreserver.metrics;
 
-import io.github.txnpreserver.preserver.LatencyHistogram;
 import io.github.txnpreserver.preserver.PreserverFigures;
-import io.github.txnpreserver.preserver.PreserverStats;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.stats.LatencyHistogram;
+import io.github.txnpreserver.preserver.stats.PreserverStats;
 import io.prometheus.client.Collector;
 import io.prometheus.client.CollectorRegistry;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Collection;
 
 /**
  * The preservers' metrics, named {@code pulsar_txn_preserver_*}, labelled by cluster and

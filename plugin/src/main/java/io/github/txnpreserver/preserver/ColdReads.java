@@ -1,5 +1,12 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.OutcomeBlock;
+import io.github.txnpreserver.preserver.kept.OwnerIds;
+import io.github.txnpreserver.preserver.stats.PreserverStats;
+import io.github.txnpreserver.preserver.thread.CoordinatorThread;
+import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
+import io.github.txnpreserver.preserver.thread.RateLimitedLog;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;

@@ -1,5 +1,12 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.preserver.kept.ClientFloor;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
+import io.github.txnpreserver.preserver.kept.OutcomeBlock;
+import io.github.txnpreserver.preserver.kept.OutcomeIndex;
+import io.github.txnpreserver.preserver.stats.PreserverStats;
+import io.github.txnpreserver.preserver.thread.CoordinatorThread;
+import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;

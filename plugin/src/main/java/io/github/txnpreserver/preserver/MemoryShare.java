@@ -1,5 +1,8 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.preserver.kept.OutcomeIndex;
+import io.github.txnpreserver.preserver.thread.CoordinatorThread;
+import io.github.txnpreserver.preserver.thread.RateLimitedLog;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongPredicate;

@@ -1,5 +1,7 @@
 package io.github.txnpreserver.preserver;
 
+import io.github.txnpreserver.preserver.kept.OutcomeIndex;
+
 /**
  * What one coordinator keeps, as last published by its thread (at most a second old): read
  * by the metrics exporter from any thread.
@@ -20,6 +22,6 @@ public record PreserverFigures(long kept, long bytes, int floorEntries, int clie
     static PreserverFigures of(OutcomeIndex index, long nowMillis) {
         return new PreserverFigures(index.size(), index.bytes(), index.floorSize(), index.clients(),
                 index.windowMillis(nowMillis), index.memoryEvictions(), index.floorEvictions(), index.expirations(),
-                index.cold.outcomes(), index.coldLost());
+                index.coldOutcomes(), index.coldLost());
     }
 }

@@ -1,6 +1,23 @@
 package io.github.txnpreserver.preserver;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.durability.DurabilityQueue;
+import io.github.txnpreserver.preserver.durability.LogHold;
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
+import io.github.txnpreserver.preserver.kept.OutcomeBlock;
+import io.github.txnpreserver.preserver.kept.OutcomeIndex;
+import io.github.txnpreserver.preserver.kept.RecentAnswers;
+import io.github.txnpreserver.preserver.kept.RestoredBlocks;
+import io.github.txnpreserver.preserver.restore.Restorer;
+import io.github.txnpreserver.preserver.stats.PreserverStats;
+import io.github.txnpreserver.preserver.thread.CoordinatorThread;
+import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
+import io.github.txnpreserver.preserver.writer.CompactionPacing;
+import io.github.txnpreserver.preserver.writer.StateTopicCompaction;
+import io.github.txnpreserver.preserver.writer.StateTopicWriter;
+import io.github.txnpreserver.preserver.writer.WriterState;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;

@@ -1,7 +1,7 @@
 package io.github.txnpreserver.resolution;
 
-import io.github.txnpreserver.preserver.KeptOutcome;
-import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import java.util.List;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.apache.pulsar.transaction.coordinator.TransactionSubscription;

@@ -1,11 +1,11 @@
 package io.github.txnpreserver.store;
 
 import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
-import io.github.txnpreserver.preserver.KeptOutcome;
-import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.PreserverFigures;
-import io.github.txnpreserver.preserver.PreserverUnavailableException;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
+import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
 import io.github.txnpreserver.resolution.OutcomeResolver;
 import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.resolution.TransactionState;

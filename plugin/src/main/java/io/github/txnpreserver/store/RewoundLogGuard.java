@@ -1,8 +1,8 @@
 package io.github.txnpreserver.store;
 
-import io.github.txnpreserver.preserver.BlockRecordCodec;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
-import io.github.txnpreserver.preserver.CoordinatorThread;
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
+import io.github.txnpreserver.preserver.thread.CoordinatorThread;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.HashMap;

@@ -7,7 +7,7 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * A coordinator's transactions whose abort its timeout began (docs/DESIGN.md,
  * "Timeout-aborts"): those still finishing, so that their end is kept as
- * {@link io.github.txnpreserver.preserver.Outcome#TIMED_OUT}, and, for the warning a commit of
+ * {@link io.github.txnpreserver.preserver.kept.Outcome#TIMED_OUT}, and, for the warning a commit of
  * one of them logs, the timeouts of the newest that ended and the ones already warned about.
  *
  * <p>Which abort the timeout began is known exactly from the broker's {@code isTimeout} while

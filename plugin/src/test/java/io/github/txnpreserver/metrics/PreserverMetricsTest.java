@@ -3,15 +3,15 @@ package io.github.txnpreserver.metrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.config.PreserverConfig;
-import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.testing.Ends;
 import io.github.txnpreserver.testing.ManualScheduler;
-import io.prometheus.client.Collector.MetricFamilySamples;
 import io.prometheus.client.Collector.MetricFamilySamples.Sample;
+import io.prometheus.client.Collector.MetricFamilySamples;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -4,6 +4,9 @@ import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
+import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
 import io.github.txnpreserver.testing.CallLog;
 import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.ManualScheduler;

@@ -3,6 +3,7 @@ package io.github.txnpreserver.preserver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.testing.CallLog;

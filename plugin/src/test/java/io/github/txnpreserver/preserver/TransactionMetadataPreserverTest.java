@@ -4,6 +4,14 @@ import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.config.PreserverConfig;
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.ColdBlocks;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
+import io.github.txnpreserver.preserver.kept.OutcomeBlock;
+import io.github.txnpreserver.preserver.kept.OutcomeIndex;
+import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
+import io.github.txnpreserver.preserver.writer.CompactionPacing;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;

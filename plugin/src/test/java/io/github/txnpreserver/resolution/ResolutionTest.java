@@ -5,8 +5,8 @@ import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.github.txnpreserver.preserver.KeptOutcome;
-import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import java.util.ArrayList;

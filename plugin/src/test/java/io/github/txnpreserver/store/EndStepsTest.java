@@ -5,7 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.cleanup.StuckTransactionRedriver;
 import io.github.txnpreserver.config.PreserverConfig;
-import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;

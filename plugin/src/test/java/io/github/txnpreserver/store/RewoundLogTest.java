@@ -4,9 +4,9 @@ import static io.github.txnpreserver.testing.Futures.await;
 import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.github.txnpreserver.preserver.BlockRecordCodec;
-import io.github.txnpreserver.preserver.BlockRecords;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.BlockRecords;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.time.Duration;
 import java.util.Map;

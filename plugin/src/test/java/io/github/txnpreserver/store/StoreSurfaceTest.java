@@ -2,8 +2,8 @@ package io.github.txnpreserver.store;
 
 import static io.github.txnpreserver.testing.Futures.await;
 import static io.github.txnpreserver.testing.Futures.failureOf;
-import static org.mockito.Mockito.mock;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 import io.github.txnpreserver.config.PreserverConfig;
@@ -26,8 +26,8 @@ import org.apache.pulsar.transaction.coordinator.TxnMeta;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.CoordinatorNotFoundException;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionSequenceIdGenerator;
-import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
 import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry.TransactionMetadataOp;
+import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -166,7 +166,7 @@ class StoreSurfaceTest {
             CompletableFuture<?> lookUp = preserver.lookUp(new TxnID(3, 1));
             scheduler.runReady();
             assertThat(failureOf(lookUp)).as("its preserver closed")
-                    .isInstanceOf(io.github.txnpreserver.preserver.PreserverUnavailableException.class);
+                    .isInstanceOf(io.github.txnpreserver.preserver.thread.PreserverUnavailableException.class);
         } finally {
             scheduler.shutdown();
         }

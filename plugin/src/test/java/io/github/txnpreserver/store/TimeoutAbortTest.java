@@ -7,8 +7,8 @@ import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
-import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.resolution.TransactionState;
 import io.github.txnpreserver.testing.CallLog;
 import io.github.txnpreserver.testing.CoordinatorHarness;
@@ -24,8 +24,8 @@ import org.apache.pulsar.transaction.coordinator.TransactionLogReplayCallback;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.InvalidTxnStatusException;
 import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException.TransactionNotFoundException;
 import org.apache.pulsar.transaction.coordinator.impl.MLTransactionLogImpl;
-import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
 import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry.TransactionMetadataOp;
+import org.apache.pulsar.transaction.coordinator.proto.TransactionMetadataEntry;
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
@@ -442,7 +442,7 @@ class TimeoutAbortTest {
         }
 
         private Outcome keptOutcome(long sequence) {
-            CompletableFuture<io.github.txnpreserver.preserver.KeptOutcome> kept =
+            CompletableFuture<io.github.txnpreserver.preserver.kept.KeptOutcome> kept =
                     preserver.lookUp(new TxnID(TC, sequence));
             scheduler.runReady();
             return await(kept).outcome();

@@ -209,7 +209,7 @@ public final class CoordinatorHarness implements AutoCloseable {
     }
 
     /** The kept outcome of a transaction the coordinator no longer has live, or null (waits for the restore). */
-    public io.github.txnpreserver.preserver.KeptOutcome kept(TxnID txn) {
+    public io.github.txnpreserver.preserver.kept.KeptOutcome kept(TxnID txn) {
         return preserver().lookUp(txn).join();
     }
 
@@ -278,8 +278,8 @@ public final class CoordinatorHarness implements AutoCloseable {
     }
 
     /** Ends a transaction through the broker's chain, as the background re-drive does. */
-    public CompletableFuture<Void> endThroughBroker(TxnID txn, io.github.txnpreserver.preserver.Outcome outcome) {
-        return service.endTransaction(txn, outcome == io.github.txnpreserver.preserver.Outcome.COMMITTED
+    public CompletableFuture<Void> endThroughBroker(TxnID txn, io.github.txnpreserver.preserver.kept.Outcome outcome) {
+        return service.endTransaction(txn, outcome == io.github.txnpreserver.preserver.kept.Outcome.COMMITTED
                 ? TxnAction.COMMIT_VALUE : TxnAction.ABORT_VALUE, false);
     }
 

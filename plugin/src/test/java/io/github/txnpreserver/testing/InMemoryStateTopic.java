@@ -1,11 +1,11 @@
 package io.github.txnpreserver.testing;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import io.github.txnpreserver.preserver.Outcome;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.statetopic.CoordinatorMovedException;
 import io.github.txnpreserver.statetopic.RecordPosition;
-import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.util.ArrayList;
 import java.util.Collections;

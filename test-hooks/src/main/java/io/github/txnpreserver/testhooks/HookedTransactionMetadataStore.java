@@ -1,7 +1,7 @@
 package io.github.txnpreserver.testhooks;
 
-import io.github.txnpreserver.preserver.Outcome;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pulsar.client.api.transaction.TxnID;

@@ -1,0 +1,159 @@
+package io.github.txnpreserver.preserver.kept;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.txnpreserver.statetopic.RecordPosition;
+import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+@DisplayName("Blocks read at a restore")
+class RestoredBlocksTest {
+
+    private static final long COORDINATOR = 7;
+    private static final int T = 1_700_000_000;
+    /** A block of one owner whose end times fit two bytes each ({@link OutcomeBlockTest}). */
+    private static final long NARROW_BLOCK = 152 + 16 + 8 * 12 + 16 + 2 * 256;
+    private static final String[] NAMES = {null, "alice", "bob"};
+    private static final int ALICE = 1;
+    private static final int BOB = 2;
+
+    private static OutcomeBlockRecord record(long index, int... timesAndOwners) throws Exception {
+        OutcomeBlock block = new OutcomeBlock(index);
+        for (int i = 0; i < timesAndOwners.length; i += 2) {
+            block.set(i / 2, Outcome.COMMITTED, timesAndOwners[i], timesAndOwners[i + 1]);
+        }
+        byte[] value = BlockRecordCodec.encode(COORDINATOR, block, id -> NAMES[id]);
+        return BlockRecordCodec.decode(BlockRecordCodec.key(index), value, COORDINATOR, 1000);
+    }
+
+    /** One outcome of alice ending at {@code time}. */
+    private static OutcomeBlockRecord endingAt(long index, int time) throws Exception {
+        return record(index, time, ALICE);
+    }
+
+    private static RecordPosition at(long entry) {
+        return new RecordPosition(1, entry, -1, 0);
+    }
+
+    record Kept(int time, long sequence) {
+    }
+
+    private static List<Kept> coldFloorOf(RestoredBlocks restored, String owner) {
+        List<Kept> kept = new ArrayList<>();
+        restored.coldFloor().get(restored.owners().idOf(owner))
+                .inOrder((time, sequence, outcome) -> kept.add(new Kept(time, sequence)));
+        return kept;
+    }
+
+    @Test
+    void blocksUpToTheBoundStayDecoded() throws Exception {
+        RestoredBlocks restored = new RestoredBlocks(3 * NARROW_BLOCK, 10);
+        restored.put(endingAt(1, T + 300), at(1));
+        restored.put(endingAt(1, T + 301), at(2));
+        restored.put(endingAt(2, T + 100), at(3));
+        restored.put(endingAt(3, T + 400), at(4));
+
+        assertThat(restored.blocks().keySet()).containsExactlyInAnyOrder(1L, 2L, 3L);
+        assertThat(restored.cold().blocks()).isZero();
+        assertThat(restored.blocks().get(1L).landed).as("the newest record").isEqualTo(at(2));
+    }
+
+    @Test
+    void aDeletedBlockFreesItsShareOfTheBound() throws Exception {
+        RestoredBlocks restored = new RestoredBlocks(3 * NARROW_BLOCK, 10);
+        restored.put(endingAt(1, T + 300), at(1));
+        restored.put(endingAt(2, T + 100), at(2));
+        restored.put(endingAt(3, T + 400), at(3));
+
+        restored.deleted(2);
+        restored.deleted(9);
+        restored.put(endingAt(4, T + 200), at(4));
+
+        assertThat(restored.blocks().keySet()).containsExactlyInAnyOrder(1L, 3L, 4L);
+        assertThat(restored.cold().blocks()).isZero();
+    }
+
+    @Test
+    void overTheBoundTheOldestEndingGoColdUntilAQuarterIsFree() throws Exception {
+        // Three quarters of the bound is exactly three blocks: two of the five go cold.
+        RestoredBlocks restored = new RestoredBlocks(4 * NARROW_BLOCK, 10);
+        restored.put(endingAt(1, T + 300), at(1));
+        restored.put(endingAt(2, T + 100), at(2));
+        restored.put(endingAt(3, T + 400), at(3));
+        restored.put(endingAt(4, T + 200), at(4));
+        assertThat(restored.cold().blocks()).isZero();
+
+        restored.put(endingAt(5, T + 500), at(5));
+
+        assertThat(restored.blocks().keySet()).containsExactlyInAnyOrder(1L, 3L, 5L);
+        assertThat(restored.cold().indexes().toLongArray()).containsExactly(2L, 4L);
+        assertThat(restored.cold().positionOf(2)).isEqualTo(at(2));
+        assertThat(restored.cold().minTime(2)).isEqualTo(T + 100);
+    }
+
+    @Test
+    void overTheBoundSeveralGoColdOldestEndingFirst() throws Exception {
+        // Bound: three blocks and a half; three quarters of it: two and a bit.
+        RestoredBlocks restored = new RestoredBlocks(7 * NARROW_BLOCK / 2, 10);
+        restored.put(endingAt(4, T + 300), at(1));
+        restored.put(endingAt(1, T + 400), at(2));
+        restored.put(endingAt(3, T + 100), at(3));
+
+        restored.put(endingAt(2, T + 200), at(4));
+
+        assertThat(restored.cold().indexes().toLongArray()).containsExactly(2L, 3L);
+        assertThat(restored.blocks().keySet()).containsExactlyInAnyOrder(1L, 4L);
+    }
+
+    @Test
+    void theColdBlocksOfferEachClientsNewestOutcomesForTheFloor() throws Exception {
+        RestoredBlocks restored = new RestoredBlocks(0, 2);
+
+        restored.put(record(3, T + 1, ALICE, T + 2, BOB, T + 3, ALICE, T + 4, BOB, T + 5, ALICE, T + 6, BOB),
+                at(1));
+
+        assertThat(restored.blocks()).isEmpty();
+        assertThat(restored.cold().outcomes(3)).isEqualTo(6);
+        long first = 3 * 256;
+        assertThat(coldFloorOf(restored, "alice")).containsExactly(new Kept(T + 3, first + 2), new Kept(T + 5, first + 4));
+        assertThat(coldFloorOf(restored, "bob")).containsExactly(new Kept(T + 4, first + 3), new Kept(T + 6, first + 5));
+    }
+
+    @Test
+    void aBlockWithoutARecordThatLandedIsDroppedNotKeptCold() throws Exception {
+        RestoredBlocks restored = new RestoredBlocks(0, 2);
+
+        restored.put(endingAt(3, T), null);
+
+        assertThat(restored.blocks()).isEmpty();
+        assertThat(restored.cold().blocks()).isZero();
+        assertThat(restored.coldFloor()).isEmpty();
+    }
+
+    @Test
+    void aMergeKeepsTheColdBlocksAndTheirClientsNewestUnexpiredOutcomesAsFloorEntries() throws Exception {
+        long ttl = java.time.Duration.ofHours(1).toMillis();
+        long now = 1_700_000_000_000L;
+        int through = OutcomeIndex.storedSecond(now - ttl);
+        RestoredBlocks restored = new RestoredBlocks(0, 2);
+        restored.put(record(3, through + 1, ALICE, through + 5, ALICE, through + 6, ALICE, through, BOB), at(1));
+        OutcomeIndex index = new OutcomeIndex(2, 1000, ttl, blockIndex -> { });
+
+        index.merge(restored, now);
+
+        long first = 3 * 256;
+        assertThat(index.coldRecordOf(3)).isEqualTo(at(1));
+        assertThat(index.find(first, -1)).as("alice's third newest: only in the cold record").isEqualTo(-1);
+        long second = index.find(first + 1, -1);
+        assertThat(ClientFloor.timeOf(second)).isEqualTo(through + 5);
+        assertThat(ClientFloor.outcomeOf(second)).isEqualTo(Outcome.COMMITTED);
+        assertThat(index.ownerName(ClientFloor.ownerOf(second))).isEqualTo("alice");
+        assertThat(ClientFloor.timeOf(index.find(first + 2, -1))).isEqualTo(through + 6);
+        assertThat(index.find(first + 3, -1)).as("bob's outcome has expired").isEqualTo(-1);
+        assertThat(index.floorSize()).isEqualTo(2);
+        assertThat(index.ownerCount()).isEqualTo(1);
+    }
+}
