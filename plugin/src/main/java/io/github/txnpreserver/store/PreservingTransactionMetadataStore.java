@@ -130,6 +130,11 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
                 sequenceIdGenerator);
     }
 
+    /** The guard of a new log, once the restore started (tests reach it to issue through it). */
+    RewoundLogGuard rewoundLogGuard() {
+        return rewoundLogGuard;
+    }
+
     @Override
     public CompletableFuture<TxnID> newTransaction(long timeOut, String owner) {
         RewoundLogGuard guard = rewoundLogGuard;

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
 import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.resolution.Resolution;
 import io.github.txnpreserver.testing.CoordinatorHarness;
@@ -56,8 +57,8 @@ class CommitChainTest {
 
         CompletableFuture<Void> commit = coordinator.commit(txn, ALICE);
         await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
-        assertThat(coordinator.kept(txn).outcome()).as("kept before the terminal entry")
-                .isEqualTo(Outcome.COMMITTED);
+        assertThat(coordinator.kept(txn)).as("kept before the terminal entry")
+                .isEqualTo(new KeptOutcome(txn, Outcome.COMMITTED, ALICE, coordinator.clock().millis() / 1000 * 1000));
         assertThat(coordinator.resolution(txn)).as("still live")
                 .isEqualTo(Resolution.FINISHING);
         coordinator.transactionLog().releaseHeldAppends();
@@ -193,10 +194,11 @@ class CommitChainTest {
 
         coordinator.restart();
 
-        assertThat(coordinator.kept(committed).outcome()).isEqualTo(Outcome.COMMITTED);
-        assertThat(coordinator.kept(committed).owner()).isEqualTo(ALICE);
-        assertThat(coordinator.kept(aborted).outcome()).isEqualTo(Outcome.ABORTED);
-        assertThat(coordinator.kept(aborted).owner()).isEqualTo("bob");
+        // Replayed from the log: each ended when its terminal entry was written (kept rounded up to the second).
+        assertThat(coordinator.kept(committed)).isEqualTo(new KeptOutcome(committed, Outcome.COMMITTED, ALICE,
+                (coordinator.transactionLog().entryTimeOf(committed, "COMMITTED") + 999) / 1000 * 1000));
+        assertThat(coordinator.kept(aborted)).isEqualTo(new KeptOutcome(aborted, Outcome.ABORTED, "bob",
+                (coordinator.transactionLog().entryTimeOf(aborted, "ABORTED") + 999) / 1000 * 1000));
         await(coordinator.commit(committed, ALICE));
         assertThat(failureOf(coordinator.abort(committed, ALICE))).isInstanceOf(InvalidTxnStatusException.class);
         await(coordinator.abort(aborted, "bob"));

@@ -259,7 +259,7 @@ class RewoundLogTest {
 
             limited.stateTopic().holdReads();
             limited.restartWithTheLogDeleted();
-            CompletableFuture<TxnID> waited = guardOf(limited.store()).whenIssuing(() ->
+            CompletableFuture<TxnID> waited = limited.store().rewoundLogGuard().whenIssuing(() ->
                     CompletableFuture.failedFuture(new org.apache.pulsar.transaction.coordinator.exceptions
                             .CoordinatorException.ReachMaxActiveTxnException("limit")));
             assertThat(waited).isNotDone();
@@ -267,16 +267,6 @@ class RewoundLogTest {
             assertThat(refusalOf(waited)).as("after waiting for the restore")
                     .isInstanceOf(org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException
                             .ReachMaxActiveTxnException.class);
-        }
-    }
-
-    private static RewoundLogGuard guardOf(PreservingTransactionMetadataStore store) {
-        try {
-            java.lang.reflect.Field field = PreservingTransactionMetadataStore.class.getDeclaredField("rewoundLogGuard");
-            field.setAccessible(true);
-            return (RewoundLogGuard) field.get(store);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
         }
     }
 

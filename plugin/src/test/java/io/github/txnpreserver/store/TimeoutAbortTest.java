@@ -8,6 +8,7 @@ import static org.awaitility.Awaitility.await;
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
+import io.github.txnpreserver.preserver.kept.KeptOutcome;
 import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.resolution.TransactionState;
 import io.github.txnpreserver.testing.CallLog;
@@ -51,6 +52,11 @@ class TimeoutAbortTest {
         coordinator.close();
     }
 
+    /** What a transaction of alice's aborted on its timeout keeps, ended at {@code endMillis} (kept rounded up to the second). */
+    private KeptOutcome timedOutAt(TxnID txn, long endMillis) {
+        return new KeptOutcome(txn, Outcome.TIMED_OUT, ALICE, (endMillis + 999) / 1000 * 1000);
+    }
+
     private TxnID timedOut() {
         TxnID txn = coordinator.open(ALICE);
         coordinator.produce(txn, PARTITION);
@@ -77,15 +83,17 @@ class TimeoutAbortTest {
 
         @Test
         void isKeptAsATimeoutAbortAndCounted() {
+            long began = coordinator.clock().millis();
             TxnID txn = timedOut();
 
-            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.TIMED_OUT);
+            assertThat(coordinator.kept(txn)).isEqualTo(timedOutAt(txn, began));
             assertThat(timeoutAborts()).isEqualTo(1);
             assertThat(commitsAfterTimeoutAbort()).isZero();
         }
 
         @Test
         void aCommitIsRefusedAsInvalidStatusNamingTheTimeoutAndCountedEachTime() {
+            long began = coordinator.clock().millis();
             TxnID txn = timedOut();
 
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class)
@@ -96,7 +104,7 @@ class TimeoutAbortTest {
 
             assertThat(commitsAfterTimeoutAbort()).isEqualTo(2);
             assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
-            assertThat(coordinator.kept(txn).outcome()).as("unchanged").isEqualTo(Outcome.TIMED_OUT);
+            assertThat(coordinator.kept(txn)).as("unchanged").isEqualTo(timedOutAt(txn, began));
         }
 
         @Test
@@ -123,12 +131,13 @@ class TimeoutAbortTest {
 
         @Test
         void survivesARestartFromTheStateTopic() {
+            long began = coordinator.clock().millis();
             TxnID txn = timedOut();
             coordinator.awaitRecordDurable(txn);
 
             coordinator.restart();
 
-            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.TIMED_OUT);
+            assertThat(coordinator.kept(txn)).isEqualTo(timedOutAt(txn, began));
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class)
                     .hasMessageContaining("was aborted on its timeout at ")
                     .as("the timeout itself is not kept").hasMessageContaining("(its timeout passed while it was open)");
@@ -201,7 +210,8 @@ class TimeoutAbortTest {
 
             coordinator.releaseMarkers(PARTITION);
             await(timeout);
-            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.TIMED_OUT);
+            assertThat(coordinator.kept(txn)).as("ended at its terminal step, once its markers landed")
+                    .isEqualTo(timedOutAt(txn, coordinator.clock().millis()));
             assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
         }
 
@@ -221,7 +231,7 @@ class TimeoutAbortTest {
                     .hasMessageContaining("was aborted on its timeout at ");
             coordinator.releaseMarkers(PARTITION);
             await(timeout);
-            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.TIMED_OUT);
+            assertThat(coordinator.kept(txn)).isEqualTo(timedOutAt(txn, coordinator.clock().millis()));
             assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
         }
 
@@ -237,7 +247,8 @@ class TimeoutAbortTest {
             coordinator.transactionLog().releaseHeldAppends();
 
             assertThat(failureOf(timeout)).isInstanceOf(InvalidTxnStatusException.class);
-            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.COMMITTED);
+            assertThat(coordinator.kept(txn)).isEqualTo(new KeptOutcome(txn, Outcome.COMMITTED, ALICE,
+                    coordinator.clock().millis() / 1000 * 1000));
             assertThat(timeoutAborts()).isZero();
             await(coordinator.commit(txn, ALICE));
             assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isZero();
@@ -254,7 +265,7 @@ class TimeoutAbortTest {
             await(coordinator.abort(txn, ALICE));
 
             assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).as("sent again by the retry").isEqualTo(1);
-            assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.TIMED_OUT);
+            assertThat(coordinator.kept(txn)).isEqualTo(timedOutAt(txn, coordinator.clock().millis()));
         }
     }
 

@@ -133,6 +133,19 @@ public final class InMemoryTransactionLog {
         return entries.stream().mapToLong(TransactionMetadataEntry::getMaxLocalTxnId).max().orElse(-1L);
     }
 
+    /**
+     * When the log's last entry of {@code op} for the transaction was written: its
+     * lastModificationTime, which the stock store takes from the broker's wall clock.
+     */
+    public synchronized long entryTimeOf(org.apache.pulsar.client.api.transaction.TxnID txn, String op) {
+        return entries.stream()
+                .filter(entry -> entry.getTxnidMostBits() == txn.getMostSigBits()
+                        && entry.getTxnidLeastBits() == txn.getLeastSigBits() && opOf(entry).equals(op))
+                .mapToLong(TransactionMetadataEntry::getLastModificationTime)
+                .reduce((first, last) -> last)
+                .orElseThrow(() -> new AssertionError("no " + op + " entry for " + txn));
+    }
+
     public static String opOf(TransactionMetadataEntry entry) {
         return entry.getMetadataOp() == TransactionMetadataEntry.TransactionMetadataOp.UPDATE
                 ? entry.getNewStatus().name() : entry.getMetadataOp().name();
