@@ -4,14 +4,11 @@ import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.preserver.kept.Outcome;
-import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
+import io.github.txnpreserver.testing.InMemoryStateTopic;
+import io.github.txnpreserver.testing.ManualScheduler;
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
 import java.util.function.IntToLongFunction;
 import org.apache.pulsar.client.api.transaction.TxnID;
@@ -21,12 +18,13 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  *
  * <p>Since the preserver was rebuilt around one owner thread per coordinator, its kept
  * outcomes ({@code OutcomeIndex}, formerly the public {@code KeptOutcomes}) are reached only
- * through {@link TransactionMetadataPreserver}: every figure drives a preserver on a
- * {@link DirectScheduler}, which runs its tasks on the calling thread, so that
- * {@code decide} and {@code ended} have done their work when they return. The heap figures
- * are therefore the whole preserver's (its outcome index, durability queue and writer: the
- * structures {@code KeptOutcomes} held, after its dirty blocks were drained), and the
- * restore reads records a preserver wrote into a topic in memory.
+ * through {@link TransactionMetadataPreserver}: every figure drives a preserver on the
+ * plugin's test {@link ManualScheduler}, running the tasks handed over on the calling thread,
+ * so that {@code decide} and {@code ended} have done their work when they return; delayed
+ * tasks run, and time moves, only when a figure says. The heap figures are therefore the
+ * whole preserver's (its outcome index, durability queue and writer: the structures
+ * {@code KeptOutcomes} held, after its dirty blocks were drained; the topic keeps nothing),
+ * and the restore reads records a preserver wrote into the tests' in-memory topic.
  */
 final class InProcessFigures {
 
@@ -51,11 +49,11 @@ final class InProcessFigures {
         }
         // A small fill first: what its first use loads (classes, logging, a restore thread's
         // leftovers) is not retained per outcome.
-        fill(10_000, i -> Outcome.COMMITTED, i -> names[i % names.length], i -> 0, new CountingTopic())
-                .preserver.closeAsync().join();
+        fill(10_000, i -> Outcome.COMMITTED, i -> names[i % names.length], i -> 0,
+                InMemoryStateTopic.keepingNothing()).preserver.closeAsync().join();
         long before = usedHeapAfterGc();
         Filled filled = fill(outcomes, i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
-                i -> names[i % names.length], i -> i / 3, new CountingTopic());
+                i -> names[i % names.length], i -> i / 3, InMemoryStateTopic.keepingNothing());
         long after = usedHeapAfterGc();
         requireKept(filled, outcomes);
         double perOutcome = (after - before) / (double) outcomes;
@@ -78,15 +76,16 @@ final class InProcessFigures {
         for (int i = 0; i < names.length; i++) {
             names[i] = owners == 0 ? null : "role-" + i;
         }
-        fill(10_000, i -> Outcome.COMMITTED, i -> names[i % names.length], i -> 0, new CountingTopic(),
-                coldConfig(10_000, owners)).preserver.closeAsync().join();
+        fill(10_000, i -> Outcome.COMMITTED, i -> names[i % names.length], i -> 0,
+                InMemoryStateTopic.keepingNothing(), coldConfig(10_000, owners)).preserver.closeAsync().join();
         long[] heap = new long[2];
         long[] accounted = new long[2];
         int[] counts = {fewer, more};
         for (int run = 0; run < 2; run++) {
             long before = usedHeapAfterGc();
             Filled filled = fill(counts[run], i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
-                    i -> names[i % names.length], i -> i / 3, new CountingTopic(), coldConfig(counts[run], owners));
+                    i -> names[i % names.length], i -> i / 3, InMemoryStateTopic.keepingNothing(),
+                    coldConfig(counts[run], owners));
             heap[run] = usedHeapAfterGc() - before;
             accounted[run] = filled.preserver.keptBytes();
             requireKept(filled, counts[run]);
@@ -118,7 +117,7 @@ final class InProcessFigures {
      * {@code owners} roles (0: none).
      */
     static double stateTopicViewBytesPerOutcome(int outcomes, int owners) {
-        RecordingTopic topic = new RecordingTopic();
+        InMemoryStateTopic topic = new InMemoryStateTopic();
         Filled filled = fill(outcomes, i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
                 i -> owners == 0 ? null : "role-" + (i % owners), i -> i / 3, topic);
         requireKept(filled, outcomes);
@@ -129,7 +128,7 @@ final class InProcessFigures {
     /** The plugin's own estimate of the same heap, as the memory bound counts it. */
     static double accountedBytesPerOutcome(int outcomes, int owners) {
         Filled filled = fill(outcomes, i -> Outcome.COMMITTED, i -> owners == 0 ? null : "role-" + (i % owners),
-                i -> i / 3, new CountingTopic());
+                i -> i / 3, InMemoryStateTopic.keepingNothing());
         requireKept(filled, outcomes);
         double perOutcome = filled.preserver.keptBytes() / (double) outcomes;
         filled.preserver.closeAsync().join();
@@ -139,19 +138,22 @@ final class InProcessFigures {
     /**
      * Seconds to restore {@code outcomes} kept outcomes (256 per block record) from a state
      * topic in memory: the records a preserver wrote for them, read on the restore's own
-     * thread and merged in one task of the preserver's (which the {@link DirectScheduler}
+     * thread and merged in one task of the preserver's (which the scheduler
      * runs on the thread that hands it over: the restore's, here).
      */
     static double restoreSeconds(int outcomes, int owners) {
-        RecordingTopic topic = new RecordingTopic();
+        InMemoryStateTopic topic = new InMemoryStateTopic();
         Filled source = fill(outcomes, i -> i % 7 == 0 ? Outcome.ABORTED : Outcome.COMMITTED,
                 i -> owners == 0 ? null : "role-" + (i % owners), i -> 0, topic);
         requireKept(source, outcomes);
         source.preserver.closeAsync().join();
+        // A restore reads the compacted view: each block's newest record, once.
+        topic.compact();
         // One warm-up pass so that the figure is not the JIT's.
         TransactionMetadataPreserver warmUp = newPreserver(unboundedConfig(), topic);
         warmUp.startRestore(() -> Long.MAX_VALUE).join();
         warmUp.closeAsync().join();
+        topic.compact();
         TransactionMetadataPreserver preserver = newPreserver(unboundedConfig(), topic);
         long start = System.nanoTime();
         preserver.startRestore(() -> Long.MAX_VALUE).join();
@@ -170,10 +172,10 @@ final class InProcessFigures {
      * outcome is made durable (its block written) before the next transaction ends.
      */
     static double[] stateTopicCostPerTransaction(int persistCount, int measured) {
-        CountingTopic topic = new CountingTopic();
+        InMemoryStateTopic topic = InMemoryStateTopic.keepingNothing();
         PreserverConfig config = new PreserverConfig(persistCount, Math.max(persistCount, 1), Duration.ofHours(72),
                 Duration.ofMinutes(5), Duration.ofMinutes(1));
-        DirectScheduler scheduler = new DirectScheduler();
+        ManualScheduler scheduler = direct();
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic, scheduler,
                 new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
         preserver.startRestore(() -> Long.MAX_VALUE).join();
@@ -181,13 +183,13 @@ final class InProcessFigures {
         for (int i = 0; i < 1000; i++) {
             preserveOne(preserver, scheduler, sequence++);
         }
-        long bytesBefore = topic.bytes.get();
-        long messagesBefore = topic.messages.get();
+        long bytesBefore = topic.writtenBytes();
+        long messagesBefore = topic.writtenMessages();
         for (int i = 0; i < measured; i++) {
             preserveOne(preserver, scheduler, sequence++);
         }
-        double[] cost = {(topic.bytes.get() - bytesBefore) / (double) measured,
-                (topic.messages.get() - messagesBefore) / (double) measured};
+        double[] cost = {(topic.writtenBytes() - bytesBefore) / (double) measured,
+                (topic.writtenMessages() - messagesBefore) / (double) measured};
         preserver.closeAsync().join();
         return cost;
     }
@@ -196,14 +198,14 @@ final class InProcessFigures {
      * Ends one transaction as the store's terminal step does (decide, then the terminal
      * entry) and writes its block at once (the group interval is zero).
      */
-    private static void preserveOne(TransactionMetadataPreserver preserver, DirectScheduler scheduler,
+    private static void preserveOne(TransactionMetadataPreserver preserver, ManualScheduler scheduler,
                                     long sequence) {
         TxnID txn = new TxnID(TC, sequence);
         preserver.decide(txn, Outcome.COMMITTED, "flink-job-7").join();
         preserver.ended(txn);
         CompletableFuture<Void> durable = new CompletableFuture<>();
         preserver.afterOutcomeDurable(sequence, () -> durable.complete(null));
-        scheduler.runDue();
+        scheduler.runReady();
         if (!durable.isDone()) {
             throw new IllegalStateException("transaction " + sequence + " not durable after its flush");
         }
@@ -216,11 +218,16 @@ final class InProcessFigures {
     }
 
     private static TransactionMetadataPreserver newPreserver(PreserverConfig config, StateTopic topic) {
-        return new TransactionMetadataPreserver(TC, config, topic, new DirectScheduler(),
+        return new TransactionMetadataPreserver(TC, config, topic, direct(),
                 new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
     }
 
-    private record Filled(TransactionMetadataPreserver preserver, DirectScheduler scheduler) {
+    private record Filled(TransactionMetadataPreserver preserver, ManualScheduler scheduler) {
+    }
+
+    /** Starts at the wall clock's time, as end times in the real coordinator do. */
+    private static ManualScheduler direct() {
+        return new ManualScheduler(System.currentTimeMillis()).runningHandedOverAtOnce();
     }
 
     /**
@@ -236,7 +243,7 @@ final class InProcessFigures {
 
     private static Filled fill(int outcomes, IntFunction<Outcome> outcome, IntFunction<String> owner,
                                IntToLongFunction endOffsetMillis, StateTopic topic, PreserverConfig config) {
-        DirectScheduler scheduler = new DirectScheduler();
+        ManualScheduler scheduler = direct();
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, config, topic,
                 scheduler, new OutcomeMemoryBudget(config.maxMemoryBytes()), Duration.ZERO);
         preserver.startRestore(() -> Long.MAX_VALUE).join();
@@ -246,10 +253,10 @@ final class InProcessFigures {
             // keepFromLog is decide and ended at a given end time, as a replayed terminal entry.
             preserver.keepFromLog(txnId, outcome.apply(i), owner.apply(i), now + endOffsetMillis.applyAsLong(i));
             if ((i & 255) == 255) {
-                scheduler.runDue();
+                scheduler.runReady();
             }
         }
-        scheduler.runDue();
+        scheduler.runReady();
         // The preserver publishes its figures every second: one second on.
         preserver.start();
         scheduler.advance(Duration.ofSeconds(1));
@@ -273,84 +280,5 @@ final class InProcessFigures {
             }
         }
         return runtime.totalMemory() - runtime.freeMemory();
-    }
-
-    /**
-     * A state topic in memory that keeps its compacted view (the newest value of each key, in
-     * the order keys were first written) and replays it.
-     */
-    private static final class RecordingTopic implements StateTopic {
-        private final Map<String, byte[]> view = new LinkedHashMap<>();
-
-        private long entries;
-
-        synchronized long viewBytes() {
-            long bytes = 0;
-            for (Map.Entry<String, byte[]> record : view.entrySet()) {
-                bytes += record.getKey().length() + record.getValue().length;
-            }
-            return bytes;
-        }
-
-        @Override
-        public synchronized CompletableFuture<RecordPosition> write(String key, byte[] value) {
-            view.put(key, value);
-            return CompletableFuture.completedFuture(new RecordPosition(1, entries++, -1, 0));
-        }
-
-        @Override
-        public synchronized CompletableFuture<Void> delete(String key) {
-            view.remove(key);
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-            return CompletableFuture.runAsync(() -> {
-                Map<String, byte[]> snapshot;
-                synchronized (this) {
-                    snapshot = new LinkedHashMap<>(view);
-                }
-                long entry = 0;
-                for (Map.Entry<String, byte[]> record : snapshot.entrySet()) {
-                    visitor.accept(record.getKey(), record.getValue(), new RecordPosition(2, entry++, -1, 0));
-                }
-            }, reader);
-        }
-
-        @Override
-        public CompletableFuture<Void> closeAsync() {
-            return CompletableFuture.completedFuture(null);
-        }
-    }
-
-    /** A state topic that counts the bytes written to it. */
-    private static final class CountingTopic implements StateTopic {
-        final AtomicLong bytes = new AtomicLong();
-        final AtomicLong messages = new AtomicLong();
-
-        @Override
-        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
-            bytes.addAndGet(key.length() + value.length);
-            long entry = messages.incrementAndGet();
-            return CompletableFuture.completedFuture(new RecordPosition(1, entry, -1, 0));
-        }
-
-        @Override
-        public CompletableFuture<Void> delete(String key) {
-            bytes.addAndGet(key.length());
-            messages.incrementAndGet();
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> closeAsync() {
-            return CompletableFuture.completedFuture(null);
-        }
     }
 }

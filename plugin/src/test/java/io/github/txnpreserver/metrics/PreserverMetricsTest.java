@@ -6,9 +6,8 @@ import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.preserver.kept.Outcome;
-import io.github.txnpreserver.statetopic.RecordPosition;
-import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.testing.Ends;
+import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.ManualScheduler;
 import io.prometheus.client.Collector.MetricFamilySamples.Sample;
 import io.prometheus.client.Collector.MetricFamilySamples;
@@ -16,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
@@ -63,6 +61,14 @@ class PreserverMetricsTest {
         return samples.get(0);
     }
 
+    /**
+     * Writes land at once, and the topic reads empty. Without positions: no block can go to
+     * the cold tier, so the memory bound evicts, which the eviction figures count.
+     */
+    private static InMemoryStateTopic durableAtOnce() {
+        return InMemoryStateTopic.keepingNothing().withoutPositions();
+    }
+
     private static <T> T done(CompletableFuture<T> future) {
         assertThat(future).as("completed by the tasks run so far").isDone();
         return future.join();
@@ -77,7 +83,7 @@ class PreserverMetricsTest {
                   OutcomeMemoryBudget budget) {
             preserver = new TransactionMetadataPreserver(coordinator,
                     new PreserverConfig(perClient, floorCap, persistTime, expireCheck, Duration.ofSeconds(60)),
-                    new DurableAtOnceTopic(), scheduler, budget, Duration.ZERO);
+                    durableAtOnce(), scheduler, budget, Duration.ZERO);
         }
 
         /** Restored (from an empty topic) and started: its periodic tasks run as time is stepped. */
@@ -260,18 +266,12 @@ class PreserverMetricsTest {
     @Test
     void aRestoreInProgressIsExportedWithItsTimeSoFarAndThenItsDuration() {
         ManualScheduler scheduler = new ManualScheduler(START_MILLIS);
-        CompletableFuture<Void> read = new CompletableFuture<>();
-        java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+        InMemoryStateTopic topic = durableAtOnce();
+        topic.failNextReads(1);
+        topic.holdReads();
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(3,
                 new PreserverConfig(2, 100, Duration.ofHours(1), Duration.ofSeconds(60), Duration.ofSeconds(60)),
-                new DurableAtOnceTopic() {
-                    @Override
-                    public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-                        return reads.getAndIncrement() == 0
-                                ? CompletableFuture.failedFuture(new IllegalStateException("topic unavailable"))
-                                : read;
-                    }
-                }, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
+                topic, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
         PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(preserver));
         try {
             assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_in_progress")).as("not begun").isZero();
@@ -284,11 +284,11 @@ class PreserverMetricsTest {
             assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_duration_seconds")).as("so far")
                     .isEqualTo(7.0);
 
-            assertThat(reads.get()).as("read again after the failed read").isEqualTo(2);
+            assertThat(topic.readCount()).as("read again after the failed read").isEqualTo(2);
             assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_end_time_seconds")).as("none ended yet")
                     .isZero();
 
-            read.complete(null);
+            topic.releaseReads();
             scheduler.runReady();
             done(restored);
             scheduler.advance(Duration.ofSeconds(30));
@@ -308,14 +308,12 @@ class PreserverMetricsTest {
     @Test
     void endsWaitingForTheStateTopicAgainstTheCountPastWhichTheyAreRefused() {
         ManualScheduler scheduler = new ManualScheduler(START_MILLIS);
+        InMemoryStateTopic topic = durableAtOnce();
+        // Never released: no end becomes durable.
+        topic.holdWrites();
         TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(4,
                 new PreserverConfig(2, 100, Duration.ofHours(1), Duration.ofSeconds(60), Duration.ofSeconds(60)),
-                new DurableAtOnceTopic() {
-                    @Override
-                    public CompletableFuture<RecordPosition> write(String key, byte[] value) {
-                        return new CompletableFuture<>();
-                    }
-                }, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
+                topic, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
         PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(preserver));
         try {
             CompletableFuture<Void> restored = preserver.startRestore(() -> Long.MAX_VALUE);
@@ -370,29 +368,5 @@ class PreserverMetricsTest {
                 .flatMap(family -> family.samples.stream())
                 .forEach(sample -> clusters.add(sample.labelValues.get(0)));
         return clusters;
-    }
-
-    /** A state topic whose writes land at once; empty when read. */
-    private static class DurableAtOnceTopic implements StateTopic {
-
-        @Override
-        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> delete(String key) {
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> closeAsync() {
-            return CompletableFuture.completedFuture(null);
-        }
     }
 }

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.kept.Outcome;
-import io.github.txnpreserver.statetopic.RecordPosition;
-import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.testing.CallLog;
 import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.ManualScheduler;
@@ -13,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
@@ -41,58 +38,23 @@ class HeadOfLineTest {
     private final List<Long> blockOneLanded = new ArrayList<>();
     private final List<Long> released = new ArrayList<>();
     private final TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, CONFIG,
-            new RefusingBlockZero(), scheduler, new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), GROUP);
+            topic, scheduler, new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), GROUP);
+
+    HeadOfLineTest() {
+        // As a broker that keeps refusing block 0's key.
+        topic.refuseWritesOf("c0");
+        topic.onWriteAnswered((key, landed) -> {
+            if (key.equals("c0") && !landed) {
+                blockZeroRefused.add(scheduler.nanoTime());
+            } else if (key.equals("c1") && landed) {
+                blockOneLanded.add(scheduler.nanoTime());
+            }
+        });
+    }
 
     @AfterEach
     void close() {
         scheduler.shutdown();
-    }
-
-    /** The in-memory topic, but every write of key {@code c0} fails (as a broker that keeps refusing it). */
-    private final class RefusingBlockZero implements StateTopic {
-
-        @Override
-        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
-            if (key.equals("c0")) {
-                blockZeroRefused.add(scheduler.nanoTime());
-                return CompletableFuture.failedFuture(new IllegalStateException("injected: c0 refused"));
-            }
-            return topic.write(key, value).whenComplete((position, error) -> {
-                if (error == null && key.equals("c1")) {
-                    blockOneLanded.add(scheduler.nanoTime());
-                }
-            });
-        }
-
-        @Override
-        public CompletableFuture<Void> delete(String key) {
-            return topic.delete(key);
-        }
-
-        @Override
-        public void flush() {
-            topic.flush();
-        }
-
-        @Override
-        public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-            return topic.readToEnd(visitor, reader);
-        }
-
-        @Override
-        public CompletableFuture<Void> closeAsync() {
-            return topic.closeAsync();
-        }
-
-        @Override
-        public WriteFailure classify(Throwable writeError) {
-            return topic.classify(writeError);
-        }
-
-        @Override
-        public CompletableFuture<Boolean> reopen(boolean unread) {
-            return topic.reopen(unread);
-        }
     }
 
     private static TxnID txn(long sequence) {

@@ -9,6 +9,7 @@ import io.github.txnpreserver.statetopic.WriterFencedException;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,6 +19,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import org.apache.pulsar.client.api.transaction.TxnID;
 
 /**
@@ -35,10 +38,29 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * </ul>
  * {@link #requests()} lists what was asked of the topic, in order, when it was asked (held
  * and failed writes included).
+ *
+ * <p>Without a call log ({@link #InMemoryStateTopic()}) writes are not read back, so that a
+ * fill of millions of outcomes stays linear; {@link #keepingNothing()} keeps no record at
+ * all, for figures of the heap the preserver alone retains. Both count what landed
+ * ({@link #writtenBytes()}, {@link #writtenMessages()}).
  */
 public final class InMemoryStateTopic implements StateTopic {
 
+    /** Null: no lines recorded and no write read back. */
     private final CallLog callLog;
+    /** Nothing kept of a write, not even its request: a heap figure would count it. */
+    private final boolean keepsNothing;
+    private boolean positionsGiven = true;
+    private final AtomicLong writtenBytes = new AtomicLong();
+    private final AtomicLong writtenMessages = new AtomicLong();
+    private final Set<String> refusedKeys = new HashSet<>();
+    private BiConsumer<String, Boolean> writeAnswered = (key, landed) -> { };
+    private final AtomicInteger failingReads = new AtomicInteger();
+    private final AtomicInteger reads = new AtomicInteger();
+    private boolean holdReopens;
+    private final List<CompletableFuture<Boolean>> heldReopens = new ArrayList<>();
+    private final List<Boolean> heldReopensUnread = new ArrayList<>();
+    private final AtomicLong carried = new AtomicLong();
     private final List<Entry> log = new ArrayList<>();
     private final List<String> requests = new ArrayList<>();
     private final AtomicInteger failingWrites = new AtomicInteger();
@@ -73,7 +95,124 @@ public final class InMemoryStateTopic implements StateTopic {
     private final Set<byte[]> rawValues = Collections.newSetFromMap(new IdentityHashMap<>());
 
     public InMemoryStateTopic(CallLog callLog) {
+        this(Objects.requireNonNull(callLog), false);
+    }
+
+    /** Records no call-log lines: a test or figure that follows the topic through its records only. */
+    public InMemoryStateTopic() {
+        this(null, false);
+    }
+
+    private InMemoryStateTopic(CallLog callLog, boolean keepsNothing) {
         this.callLog = callLog;
+        this.keepsNothing = keepsNothing;
+    }
+
+    /**
+     * A topic whose writes are only counted: they land (at once, unless held or failed), but
+     * no record, request or call-log line is kept, and it reads empty. For heap figures of the
+     * preserver alone, which a kept record would inflate, and for tests that need a topic
+     * that is simply durable.
+     */
+    public static InMemoryStateTopic keepingNothing() {
+        return new InMemoryStateTopic(null, true);
+    }
+
+    /**
+     * Writes land without a position, as from a topic that cannot say where: no block can be
+     * read back cold, so a memory bound evicts rather than moves outcomes to the cold tier.
+     */
+    public synchronized InMemoryStateTopic withoutPositions() {
+        positionsGiven = false;
+        return this;
+    }
+
+    /** Bytes that landed, key and value (a tombstone's key only), Pulsar's metadata not counted. */
+    public long writtenBytes() {
+        return writtenBytes.get();
+    }
+
+    /** Values and tombstones that landed. */
+    public long writtenMessages() {
+        return writtenMessages.get();
+    }
+
+    /** Bytes of the compacted view: each live key and its newest value. */
+    public synchronized long viewBytes() {
+        long bytes = 0;
+        for (Map.Entry<String, byte[]> record : newestValues().entrySet()) {
+            bytes += record.getKey().length() + record.getValue().length;
+        }
+        return bytes;
+    }
+
+    /** Every write of {@code key} fails, as transient, as from a broker that keeps refusing it. */
+    public synchronized void refuseWritesOf(String key) {
+        refusedKeys.add(key);
+    }
+
+    /**
+     * {@code watcher} hears each value write as it is answered: its key and whether it landed,
+     * on the answering thread, so that a test can note when (on its scheduler's clock).
+     */
+    public synchronized void onWriteAnswered(BiConsumer<String, Boolean> watcher) {
+        writeAnswered = watcher;
+    }
+
+    /** The next {@code count} reads to the end fail, as a topic unavailable. */
+    public void failNextReads(int count) {
+        failingReads.set(count);
+    }
+
+    /** Reads to the end asked so far, failed ones included. */
+    public int readCount() {
+        return reads.get();
+    }
+
+    /**
+     * Replacements ({@link #reopen}) from now on change nothing here and answer only when the
+     * test completes them ({@link #heldReopens()}); with {@link #loseWriter()}, writes fail
+     * until {@link #writerBack()}. For tests of the writer's own handling of late, failed or
+     * given-up replacements.
+     */
+    public synchronized void holdReopens() {
+        holdReopens = true;
+    }
+
+    /** The held replacements, in the order asked: the very futures the writer holds. */
+    public synchronized List<CompletableFuture<Boolean>> heldReopens() {
+        return List.copyOf(heldReopens);
+    }
+
+    /** For each held replacement, whether it was asked with {@code unread}. */
+    public synchronized List<Boolean> heldReopensUnread() {
+        return List.copyOf(heldReopensUnread);
+    }
+
+    /** Writes land again, as a replacement would have made them; for tests that {@link #holdReopens()}. */
+    public synchronized void writerBack() {
+        writerFault = WriteFailure.TRANSIENT;
+    }
+
+    /** The replacement in flight carried {@code records} more over: the writer sees it progress. */
+    public void reportCarried(long records) {
+        carried.addAndGet(records);
+    }
+
+    @Override
+    public long replacementProgress() {
+        return carried.get();
+    }
+
+    /** A write error that {@link #classify} calls {@code kind}, as the topic's own would be. */
+    public static IllegalStateException writeError(WriteFailure kind) {
+        return new WriterFault(kind);
+    }
+
+    private void record(String line) {
+        if (callLog != null) {
+            callLog.record(line);
+        }
     }
 
     /** An entry of the log, where the real topic's message id would be its position. */
@@ -291,6 +430,10 @@ public final class InMemoryStateTopic implements StateTopic {
         log.add(newEntry(key, value));
     }
 
+    private synchronized BiConsumer<String, Boolean> watcherOfWrites() {
+        return writeAnswered;
+    }
+
     private Entry newEntry(String key, byte[] value) {
         return new Entry(key, value, new RecordPosition(ledger, nextEntry++, -1, 0));
     }
@@ -414,11 +557,15 @@ public final class InMemoryStateTopic implements StateTopic {
 
     @Override
     public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
+        reads.incrementAndGet();
+        if (failingReads.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            return CompletableFuture.failedFuture(new IllegalStateException("injected: state topic unavailable"));
+        }
         CompletableFuture<Void> gate;
         synchronized (this) {
             // The real topic's read first writes a barrier with the writer, up to which it reads.
             if (writerFault == WriteFailure.LOST) {
-                callLog.record("state-read failed: writer lost");
+                record("state-read failed: writer lost");
                 return CompletableFuture.failedFuture(new WriterFault(writerFault));
             }
             gate = readGate;
@@ -442,17 +589,23 @@ public final class InMemoryStateTopic implements StateTopic {
     @Override
     public CompletableFuture<Boolean> reopen(boolean unread) {
         synchronized (this) {
+            if (holdReopens) {
+                CompletableFuture<Boolean> answer = new CompletableFuture<>();
+                heldReopens.add(answer);
+                heldReopensUnread.add(unread);
+                return answer;
+            }
             if (!ownedHere) {
-                callLog.record("state-reopen refused: coordinator moved");
+                record("state-reopen refused: coordinator moved");
                 return CompletableFuture.failedFuture(new CoordinatorMovedException(0));
             }
             if (fencedByOther) {
-                callLog.record("state-reopen refused: fenced by another writer");
+                record("state-reopen refused: fenced by another writer");
                 return CompletableFuture.failedFuture(new WriterFencedException("in-memory", "1", "2"));
             }
         }
         if (failingReopens.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-            callLog.record("state-reopen failed");
+            record("state-reopen failed");
             return CompletableFuture.failedFuture(new IllegalStateException("injected: topic still unavailable"));
         }
         synchronized (this) {
@@ -471,7 +624,7 @@ public final class InMemoryStateTopic implements StateTopic {
             }
         }
         reopens.incrementAndGet();
-        callLog.record((recreated ? "state-reopen recreated" : "state-reopen") + (unread ? " unread" : ""));
+        record((recreated ? "state-reopen recreated" : "state-reopen") + (unread ? " unread" : ""));
         return CompletableFuture.completedFuture(recreated);
     }
 
@@ -496,7 +649,7 @@ public final class InMemoryStateTopic implements StateTopic {
                 listener = moved;
             }
             landed.forEach(entry -> listener.moved(entry.key(), entry.position()));
-            callLog.record("state-reopen carried " + landed.size());
+            record("state-reopen carried " + landed.size());
             return false;
         });
     }
@@ -616,33 +769,45 @@ public final class InMemoryStateTopic implements StateTopic {
 
     private CompletableFuture<RecordPosition> append(String key, byte[] value, String call, AtomicInteger failures) {
         CompletableFuture<RecordPosition> durable = new CompletableFuture<>();
+        if (value != null) {
+            durable.whenComplete((position, error) -> watcherOfWrites().accept(key, error == null));
+        }
         Runnable write = () -> {
-            List<String> subjects = subjectsOf(key, value);
+            List<String> subjects = callLog == null ? List.of() : subjectsOf(key, value);
             WriteFailure fault;
+            boolean refused;
             synchronized (this) {
                 fault = nextFaults.isEmpty() ? writerFault : nextFaults.poll();
+                refused = value != null && refusedKeys.contains(key);
             }
             if (fault != WriteFailure.TRANSIENT) {
-                subjects.forEach(subject -> callLog.record(call + "failed " + subject));
+                subjects.forEach(subject -> record(call + "failed " + subject));
                 durable.completeExceptionally(new WriterFault(fault));
                 return;
             }
-            if (failures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                subjects.forEach(subject -> callLog.record(call + "failed " + subject));
+            if (refused || failures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                subjects.forEach(subject -> record(call + "failed " + subject));
                 durable.completeExceptionally(new IllegalStateException("injected state-topic write failure"));
                 return;
             }
-            Entry landed;
+            RecordPosition answer;
             synchronized (this) {
                 // One step for whoever watches the topic and whoever watches the call log.
-                landed = newEntry(key, value);
-                log.add(landed);
-                subjects.forEach(subject -> callLog.record(call + subject));
+                Entry landed = newEntry(key, value);
+                if (!keepsNothing) {
+                    log.add(landed);
+                }
+                subjects.forEach(subject -> record(call + subject));
+                answer = positionsGiven ? landed.position() : null;
             }
-            durable.complete(landed.position());
+            writtenBytes.addAndGet(key.length() + (value == null ? 0 : value.length));
+            writtenMessages.incrementAndGet();
+            durable.complete(answer);
         };
         synchronized (this) {
-            requests.add((value == null ? "delete " : "write ") + key);
+            if (!keepsNothing) {
+                requests.add((value == null ? "delete " : "write ") + key);
+            }
             if (holdWrites) {
                 heldWrites.add(write);
                 return durable;

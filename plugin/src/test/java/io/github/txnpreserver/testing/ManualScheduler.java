@@ -3,6 +3,7 @@ package io.github.txnpreserver.testing;
 import io.github.txnpreserver.time.Scheduler;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.PriorityQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -13,11 +14,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * thread, in due order: the interleaving of a test is the order of its lines. Tasks never
  * run on two threads at once, as on the real scheduler's one thread: with {@link #pump} a
  * daemon thread runs what is due as soon as it is queued (time still moves only when told),
- * for tests that drive the broker's own asynchronous chain.
+ * for tests that drive the broker's own asynchronous chain. With {@link #runningHandedOverAtOnce}
+ * what a call hands over is done when the call returns, for figures of the preserver's code
+ * in one thread.
  */
 public final class ManualScheduler implements Scheduler {
 
     private final PriorityQueue<Task> queue = new PriorityQueue<>();
+    /** Handed over while another task runs, in {@link #runningHandedOverAtOnce} mode: run right after it. */
+    private final ArrayDeque<Runnable> handedOver = new ArrayDeque<>();
+    private volatile boolean atOnce;
+    private boolean draining;
     private long nanos;
     private long millis;
     private long sequence;
@@ -41,6 +48,9 @@ public final class ManualScheduler implements Scheduler {
 
     /** Runs due tasks on a daemon thread as they come, until {@link #shutdown}. */
     public ManualScheduler pump() {
+        if (atOnce) {
+            throw new IllegalStateException("tasks already run on the threads that hand them over");
+        }
         Thread thread = new Thread(() -> {
             while (!isShutDown()) {
                 if (runReady() == 0) {
@@ -51,6 +61,23 @@ public final class ManualScheduler implements Scheduler {
         thread.setDaemon(true);
         pump = thread;
         thread.start();
+        return this;
+    }
+
+    /**
+     * Tasks handed over ({@link #execute}) run at once on the caller's thread, so that a
+     * preserver's calls have done their work when they return, without a test stepping
+     * anything. One handed over while a task runs (its follow-up, or another thread's) waits
+     * for it and is run by the same caller: tasks still run one at a time, as on the
+     * preserver's thread. Delayed tasks, even those due now, still wait for
+     * {@link #runReady} or {@link #advance}: a zero group-commit interval then flushes when the
+     * caller says, not at every end. Not with {@link #pump}.
+     */
+    public ManualScheduler runningHandedOverAtOnce() {
+        if (pump != null) {
+            throw new IllegalStateException("a pumped scheduler runs tasks on its own thread");
+        }
+        atOnce = true;
         return this;
     }
 
@@ -94,11 +121,64 @@ public final class ManualScheduler implements Scheduler {
     }
 
     @Override
-    public synchronized boolean execute(Runnable task) {
-        if (!shutDown) {
-            queue.add(new Task(nanos, task));
+    public boolean execute(Runnable task) {
+        synchronized (this) {
+            if (shutDown) {
+                return false;
+            }
+            if (!atOnce) {
+                queue.add(new Task(nanos, task));
+                return true;
+            }
+            handedOver.add(task);
+            if (draining) {
+                return true;
+            }
+            draining = true;
         }
-        return !shutDown;
+        running.lock();
+        try {
+            runner = Thread.currentThread();
+            runHandedOver();
+        } finally {
+            running.unlock();
+        }
+        return true;
+    }
+
+    /** Runs what was handed over until nothing is; the caller set {@code draining}. */
+    private void runHandedOver() {
+        try {
+            while (true) {
+                Runnable next;
+                synchronized (this) {
+                    next = handedOver.poll();
+                    if (next == null) {
+                        draining = false;
+                        return;
+                    }
+                }
+                next.run();
+            }
+        } catch (RuntimeException | Error e) {
+            synchronized (this) {
+                draining = false;
+            }
+            throw e;
+        }
+    }
+
+    /** Runs a due task; in {@link #runningHandedOverAtOnce} mode, then what it handed over. */
+    private void run(Runnable body) {
+        if (!atOnce) {
+            body.run();
+            return;
+        }
+        synchronized (this) {
+            draining = true;
+            handedOver.addFirst(body);
+        }
+        runHandedOver();
     }
 
     @Override
@@ -134,6 +214,7 @@ public final class ManualScheduler implements Scheduler {
     public synchronized void shutdown() {
         shutDown = true;
         queue.clear();
+        handedOver.clear();
     }
 
     /** Runs every task due now, including those the tasks queue for now; returns how many ran. */
@@ -161,7 +242,7 @@ public final class ManualScheduler implements Scheduler {
                     continue;
                 }
             }
-            next.body.run();
+            run(next.body);
             ran++;
         }
     }
@@ -208,6 +289,6 @@ public final class ManualScheduler implements Scheduler {
 
     /** Tasks waiting, due or not. */
     public synchronized int pending() {
-        return (int) queue.stream().filter(task -> !task.cancelled).count();
+        return (int) queue.stream().filter(task -> !task.cancelled).count() + handedOver.size();
     }
 }

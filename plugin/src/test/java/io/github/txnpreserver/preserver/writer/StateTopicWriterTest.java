@@ -13,21 +13,19 @@ import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.preserver.kept.OutcomeIndex;
 import io.github.txnpreserver.preserver.stats.PreserverStats;
 import io.github.txnpreserver.preserver.thread.CoordinatorThread;
-import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.WriterFencedException;
+import io.github.txnpreserver.testing.CallLog;
+import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.ManualScheduler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
@@ -60,13 +58,15 @@ class StateTopicWriterTest {
     private final ManualScheduler scheduler = new ManualScheduler(NOW);
     private final DurabilityQueue queue = new DurabilityQueue();
     private final OutcomeIndex index = new OutcomeIndex(2, 100, Duration.ofHours(1).toMillis(), queue::changed);
-    private final ControlledTopic topic = new ControlledTopic();
+    private final InMemoryStateTopic topic = new InMemoryStateTopic(new CallLog());
     private final PreserverStats stats = new PreserverStats();
     private boolean restoring;
     private int releasesAsked;
     private final StateTopicWriter writer = newWriter();
 
     private StateTopicWriter newWriter() {
+        // The writer's handling of each answer is what is tested: the test gives them.
+        topic.holdReopens();
         StateTopicWriter made = new StateTopicWriter(TC, topic, new CoordinatorThread(TC, scheduler), index, queue, stats, new CompactionPacing(),
                 GROUP, () -> restoring);
         made.releaseCoordinatorWith(() -> {
@@ -84,72 +84,11 @@ class StateTopicWriterTest {
     }
 
     private static IllegalStateException lost() {
-        return new ControlledTopic.Fault(StateTopic.WriteFailure.LOST);
+        return InMemoryStateTopic.writeError(StateTopic.WriteFailure.LOST);
     }
 
     private static WriterFencedException fenced() {
         return new WriterFencedException("in-memory", "1", "2");
-    }
-
-    /** A state topic whose replacements answer when the test completes them. */
-    private static final class ControlledTopic implements StateTopic {
-
-        /** A write error that says what it says about the writer. */
-        static final class Fault extends IllegalStateException {
-            final WriteFailure kind;
-
-            Fault(WriteFailure kind) {
-                super("injected: " + kind);
-                this.kind = kind;
-            }
-        }
-
-        final List<String> writes = new ArrayList<>();
-        final List<CompletableFuture<Boolean>> reopens = new ArrayList<>();
-        final List<Boolean> reopenUnread = new ArrayList<>();
-        WriteFailure failWritesAs;
-        long carried;
-
-        @Override
-        public long replacementProgress() {
-            return carried;
-        }
-
-        @Override
-        public CompletableFuture<RecordPosition> write(String key, byte[] value) {
-            writes.add("write " + key);
-            return failWritesAs == null ? CompletableFuture.completedFuture(null)
-                    : CompletableFuture.failedFuture(new Fault(failWritesAs));
-        }
-
-        @Override
-        public CompletableFuture<Void> delete(String key) {
-            writes.add("delete " + key);
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletableFuture<Void> closeAsync() {
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public WriteFailure classify(Throwable writeError) {
-            return writeError instanceof Fault fault ? fault.kind : WriteFailure.TRANSIENT;
-        }
-
-        @Override
-        public CompletableFuture<Boolean> reopen(boolean unread) {
-            CompletableFuture<Boolean> answer = new CompletableFuture<>();
-            reopens.add(answer);
-            reopenUnread.add(unread);
-            return answer;
-        }
     }
 
     @Nested
@@ -197,23 +136,23 @@ class StateTopicWriterTest {
         @Test
         void theWritersOwnPathsFollowTheTable() {
             end(1);
-            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            topic.loseWriter();
             scheduler.advance(GROUP);
             assertThat(writer.state()).as("a lost write").isEqualTo(REPLACING);
 
-            topic.reopens.get(0).completeExceptionally(new IllegalStateException("topic unavailable"));
+            topic.heldReopens().get(0).completeExceptionally(new IllegalStateException("topic unavailable"));
             scheduler.runReady();
             assertThat(writer.state()).as("a failed replacement").isEqualTo(REPLACE_PENDING);
 
             scheduler.advance(Duration.ofMillis(100));
             assertThat(writer.state()).as("after its backoff").isEqualTo(REPLACING);
-            topic.failWritesAs = null;
-            topic.reopens.get(1).complete(false);
+            topic.writerBack();
+            topic.heldReopens().get(1).complete(false);
             scheduler.runReady();
             assertThat(writer.state()).isEqualTo(WRITING);
 
             scheduler.advance(GROUP);
-            assertThat(topic.writes).containsExactly("write c0", "write c0");
+            assertThat(topic.requests()).containsExactly("write c0", "write c0");
             writer.release(fenced());
             assertThat(writer.state()).isEqualTo(RELEASING);
             writer.close();
@@ -287,21 +226,21 @@ class StateTopicWriterTest {
             restoring = true;
             writer.lostDuringRestore(lost());
             assertThat(writer.state()).isEqualTo(REPLACING);
-            assertThat(topic.reopenUnread).containsExactly(true);
+            assertThat(topic.heldReopensUnread()).containsExactly(true);
             restoring = false;
             end(1);
             writer.release(fenced());
             assertThat(writer.state()).isEqualTo(RELEASING);
             assertThat(releasesAsked).isEqualTo(1);
 
-            answer.complete(topic.reopens.get(0));
+            answer.complete(topic.heldReopens().get(0));
             scheduler.runReady();
             scheduler.advance(Duration.ofSeconds(30));
 
             assertThat(writer.state()).isEqualTo(RELEASING);
-            assertThat(topic.writes).as("nothing written once released").isEmpty();
+            assertThat(topic.requests()).as("nothing written once released").isEmpty();
             assertThat(releasesAsked).as("released once").isEqualTo(1);
-            assertThat(topic.reopens).as("no other replacement").hasSize(1);
+            assertThat(topic.heldReopens()).as("no other replacement").hasSize(1);
             assertThat(queue.isDirty()).as("the block is still to be written, by the next owner").isTrue();
         }
 
@@ -315,20 +254,20 @@ class StateTopicWriterTest {
         @EnumSource(LateAnswer.class)
         void theAnswerOfAReplacementInFlightWhenTheCoordinatorClosedIsIgnored(LateAnswer answer) {
             end(1);
-            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            topic.loseWriter();
             scheduler.advance(GROUP);
             assertThat(writer.state()).isEqualTo(REPLACING);
-            topic.failWritesAs = null;
+            topic.writerBack();
 
             writer.close();
-            answer.complete(topic.reopens.get(0));
+            answer.complete(topic.heldReopens().get(0));
             scheduler.runReady();
             scheduler.advance(Duration.ofSeconds(30));
 
             assertThat(writer.state()).isEqualTo(CLOSED);
-            assertThat(topic.writes).as("the lost write only").containsExactly("write c0");
+            assertThat(topic.requests()).as("the lost write only").containsExactly("write c0");
             assertThat(releasesAsked).isZero();
-            assertThat(topic.reopens).hasSize(1);
+            assertThat(topic.heldReopens()).hasSize(1);
         }
 
         /**
@@ -338,13 +277,13 @@ class StateTopicWriterTest {
         @Test
         void aReplacementInFlightWhenTheCoordinatorClosesIsFailed() {
             end(1);
-            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            topic.loseWriter();
             scheduler.advance(GROUP);
             assertThat(writer.state()).isEqualTo(REPLACING);
 
             writer.close();
 
-            assertThat(topic.reopens.get(0)).isCompletedExceptionally();
+            assertThat(topic.heldReopens().get(0)).isCompletedExceptionally();
         }
 
         /**
@@ -359,27 +298,28 @@ class StateTopicWriterTest {
         void theBackoffOfASupersededReplacementStartsNoOtherOne() {
             restoring = true;
             writer.lostDuringRestore(lost());
-            topic.reopens.get(0).completeExceptionally(new IllegalStateException("topic unavailable"));
+            topic.heldReopens().get(0).completeExceptionally(new IllegalStateException("topic unavailable"));
             scheduler.runReady();
             assertThat(writer.state()).isEqualTo(REPLACE_PENDING);
 
             scheduler.advance(Duration.ofMillis(50));
             writer.lostDuringRestore(lost());
-            assertThat(topic.reopens).hasSize(2);
-            topic.reopens.get(1).completeExceptionally(new IllegalStateException("topic unavailable"));
+            assertThat(topic.heldReopens()).hasSize(2);
+            topic.heldReopens().get(1).completeExceptionally(new IllegalStateException("topic unavailable"));
             scheduler.runReady();
             assertThat(writer.state()).isEqualTo(REPLACE_PENDING);
             restoring = false;
             writer.restoreDone();
 
             scheduler.advance(Duration.ofMillis(100));
-            assertThat(topic.reopens).as("at 150 ms: the first attempt's backoff (100 ms) starts nothing").hasSize(2);
+            assertThat(topic.heldReopens()).as("at 150 ms: the first attempt's backoff (100 ms) starts nothing")
+                    .hasSize(2);
             assertThat(writer.state()).isEqualTo(REPLACE_PENDING);
 
             scheduler.advance(Duration.ofMillis(100));
-            assertThat(topic.reopens).as("at 250 ms: the second attempt's backoff (200 ms) is over").hasSize(3);
-            assertThat(topic.reopenUnread).containsExactly(true, true, false);
-            topic.reopens.get(2).complete(false);
+            assertThat(topic.heldReopens()).as("at 250 ms: the second attempt's backoff (200 ms) is over").hasSize(3);
+            assertThat(topic.heldReopensUnread()).containsExactly(true, true, false);
+            topic.heldReopens().get(2).complete(false);
             scheduler.runReady();
             assertThat(writer.state()).isEqualTo(WRITING);
         }
@@ -395,45 +335,45 @@ class StateTopicWriterTest {
         @Test
         void aReplacementThatMakesProgressIsNotGivenUpOnUntilItStops() {
             end(1);
-            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            topic.loseWriter();
             scheduler.advance(GROUP);
-            topic.failWritesAs = null;
+            topic.writerBack();
 
             for (int minute = 0; minute < 5; minute++) {
-                topic.carried += 1_000;
+                topic.reportCarried(1_000);
                 scheduler.advance(StateTopicWriter.REPLACE_TIMEOUT);
             }
-            assertThat(topic.reopens.get(0)).as("carrying for five timeouts").isNotDone();
+            assertThat(topic.heldReopens().get(0)).as("carrying for five timeouts").isNotDone();
             scheduler.advance(StateTopicWriter.REPLACE_TIMEOUT);
-            assertThat(topic.reopens.get(0)).as("a timeout without progress").isCompletedExceptionally();
+            assertThat(topic.heldReopens().get(0)).as("a timeout without progress").isCompletedExceptionally();
             assertThat(writer.state()).isEqualTo(REPLACE_PENDING);
         }
 
         @Test
         void aReplacementThatDoesNotAnswerInTimeIsGivenUpOnAndTriedAgainAfterItsBackoff() {
             end(1);
-            topic.failWritesAs = StateTopic.WriteFailure.LOST;
+            topic.loseWriter();
             scheduler.advance(GROUP);
             assertThat(writer.state()).isEqualTo(REPLACING);
-            topic.failWritesAs = null;
+            topic.writerBack();
 
             scheduler.advance(StateTopicWriter.REPLACE_TIMEOUT.minusMillis(1));
-            assertThat(topic.reopens.get(0)).as("not given up on before its time").isNotDone();
+            assertThat(topic.heldReopens().get(0)).as("not given up on before its time").isNotDone();
             scheduler.advance(Duration.ofMillis(1));
-            assertThat(topic.reopens.get(0)).as("given up on").isCompletedExceptionally();
+            assertThat(topic.heldReopens().get(0)).as("given up on").isCompletedExceptionally();
             assertThat(writer.state()).isEqualTo(REPLACE_PENDING);
 
-            topic.reopens.get(0).complete(false);
+            topic.heldReopens().get(0).complete(false);
             scheduler.runReady();
             assertThat(writer.state()).as("its late answer changes nothing").isEqualTo(REPLACE_PENDING);
 
             scheduler.advance(Duration.ofMillis(100));
-            assertThat(topic.reopens).as("tried again after the first backoff").hasSize(2);
-            topic.reopens.get(1).complete(false);
+            assertThat(topic.heldReopens()).as("tried again after the first backoff").hasSize(2);
+            topic.heldReopens().get(1).complete(false);
             scheduler.runReady();
             assertThat(writer.state()).isEqualTo(WRITING);
             scheduler.advance(GROUP);
-            assertThat(topic.writes).containsExactly("write c0", "write c0");
+            assertThat(topic.requests()).containsExactly("write c0", "write c0");
         }
     }
 }
