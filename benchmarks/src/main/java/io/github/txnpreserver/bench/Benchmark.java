@@ -28,7 +28,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * drift of the machine, which moves every thread of both brokers alike, falls on both sides
  * within seconds; the side that goes first alternates between rounds too. Latencies of all
  * slices are merged, throughput and CPU summed over them. Usage:
- * {@code benchmarks/run.sh [--quick] [--rounds N]}.
+ * {@code benchmarks/run.sh [--quick] [--rounds N] [--open-loop-commits N]}.
  */
 public final class Benchmark {
 

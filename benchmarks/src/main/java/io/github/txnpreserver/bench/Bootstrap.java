@@ -158,7 +158,9 @@ final class Bootstrap {
             if (total == 0) {
                 return Double.NaN;
             }
-            long rank = Math.max(1, (long) ((Math.min(percentile, 100.0) / 100.0) * total + 0.5));
+            // HdrHistogram 2.2's rank: the percentile nudged down by one ulp, times the count, rounded up.
+            double requested = Math.min(Math.max(Math.nextAfter(percentile, Double.NEGATIVE_INFINITY), 0.0), 100.0);
+            long rank = Math.max(1, (long) Math.ceil(requested / 100.0 * total));
             long seen = 0;
             for (int i = 0; i < merged.length; i++) {
                 seen += merged[i];

@@ -93,6 +93,24 @@ class BootstrapTest {
             assertEquals(merged.getValueAtPercentile(percentile), sliced.percentile(all, percentile),
                     "p" + percentile);
         }
+        // Counts whose percentile falls between two ranks (2 932 values, p99.9 at rank 2 929.07).
+        List<Histogram> odd = new ArrayList<>();
+        Histogram oddMerged = new Histogram(60_000_000L, 3);
+        for (int s = 0; s < 2; s++) {
+            Histogram slice = new Histogram(60_000_000L, 3);
+            slice.recordValueWithCount(100, 1_460);
+            // The 12 slowest, each in a bucket of its own: ranks 2 921 to 2 932.
+            for (int j = s; j < 12; j += 2) {
+                slice.recordValue(10_000L * (j + 1));
+            }
+            odd.add(slice);
+            oddMerged.add(slice);
+        }
+        Bootstrap.SlicedPercentiles oddSliced = new Bootstrap.SlicedPercentiles(odd);
+        for (double percentile : new double[] {50, 99, 99.9, 99.99}) {
+            assertEquals(oddMerged.getValueAtPercentile(percentile), oddSliced.percentile(new int[] {0, 1}, percentile),
+                    "p" + percentile + " of 2 932");
+        }
         // A slice picked twice counts twice.
         Histogram twice = new Histogram(60_000_000L, 3);
         twice.add(slices.get(5));
