@@ -3,6 +3,8 @@
 #   benchmarks/run.sh              full run (about 40 minutes on 2 cores)
 #   benchmarks/run.sh --quick      a short run to check the setup
 #   benchmarks/run.sh --rounds 3   more alternating rounds
+#   benchmarks/run.sh --open-loop-commits 100000
+#                                  open-loop commits per side and rate over the run (2 000 with --quick)
 #   benchmarks/run.sh --thread-cpu [warm-up seconds]
 #                                  broker CPU per transaction by thread, stock against the plugin
 #   benchmarks/run.sh --latency-probe [commits per side] [warm-up seconds]

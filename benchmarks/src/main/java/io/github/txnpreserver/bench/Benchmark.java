@@ -8,6 +8,7 @@ import io.github.txnpreserver.it.PulsarDistribution;
 import io.github.txnpreserver.it.RetryingEndClient;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -27,7 +28,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * drift of the machine, which moves every thread of both brokers alike, falls on both sides
  * within seconds; the side that goes first alternates between rounds too. Latencies of all
  * slices are merged, throughput and CPU summed over them. Usage:
- * {@code benchmarks/run.sh [--quick] [--rounds N]}.
+ * {@code benchmarks/run.sh [--quick] [--rounds N] [--open-loop-commits N]}.
  */
 public final class Benchmark {
 
@@ -41,6 +42,28 @@ public final class Benchmark {
     private static final double EQUAL_RATE_SHARE = 0.6;
     /** A paced side that commits less than this share of the rate did not run at it. */
     private static final double RATE_REACHED = 0.98;
+    /**
+     * Open-loop latency is measured at these shares (in %) of stock's saturated 32-client rate
+     * in the round, with transactions started on a fixed schedule across this many
+     * connections, whatever the completions (BrokerDriver.openLoop).
+     */
+    private static final int[] OPEN_LOOP_SHARES = {50, 80};
+    private static final int OPEN_LOOP_CLIENTS = 32;
+    /** Open-loop commits per side and rate over the whole run (full mode): p99.9 from 100 000. */
+    private static final int OPEN_LOOP_COMMITS = 100_000;
+    private static final int OPEN_LOOP_COMMITS_QUICK = 2_000;
+
+    // The targets (the test-and-benchmark issue's). Printed beside each figure, never asserted.
+    /** Closed-loop commit latency, p50 and p99, plugin/stock: at most. */
+    static final double CLOSED_LOOP_LATENCY_TARGET = 1.03;
+    /** Throughput, the mean of the plugin/stock ratios at 1, 8 and 32 clients: at least. */
+    static final double THROUGHPUT_TARGET = 0.97;
+    /** Open-loop p99, plugin/stock, at 50 % and at 80 % of stock's saturated rate: at most. */
+    static final double OPEN_LOOP_P99_TARGET = 1.05;
+    /** Open-loop p99.9, plugin/stock, at 80 % of stock's saturated rate: at most. */
+    static final double OPEN_LOOP_P999_TARGET_80 = 1.10;
+    /** Saturated broker CPU per transaction, plugin/stock, at each of 1, 8 and 32 clients: at most. */
+    static final double CPU_PER_TXN_TARGET = 1.05;
 
     private Benchmark() {
     }
@@ -67,6 +90,9 @@ public final class Benchmark {
         // Measured in turns of this many slices per side: the machine's drift moved a side's
         // figures by more than the plugin's cost between two brokers measured minutes apart.
         int slices = quick ? 2 : 4;
+        // Open-loop commits per side and rate over all rounds: the p99.9 of 100 000 is their
+        // 100th slowest.
+        int openLoopCommits = intArg(args, "--open-loop-commits", quick ? OPEN_LOOP_COMMITS_QUICK : OPEN_LOOP_COMMITS);
 
         say("== In-process figures (this JVM, no broker) ==");
         double heapNoOwner = InProcessFigures.heapBytesPerOutcome(10_000_000, 0);
@@ -113,7 +139,8 @@ public final class Benchmark {
                 plugin.broker = pluginBroker;
                 stock.other = plugin;
                 plugin.other = stock;
-                measure(order, round, slices, latencyTxns, brokerWarmup, settle, warmup, measured, perfSeconds);
+                measure(order, round, rounds, slices, latencyTxns, openLoopCommits, brokerWarmup, settle, warmup,
+                        measured, perfSeconds);
             }
         }
 
@@ -136,6 +163,18 @@ public final class Benchmark {
         row(equalRate, stock.equalRate.brokerCpuMicrosPerTxn(), plugin.equalRate.brokerCpuMicrosPerTxn());
         row("  txn/s reached", stock.equalRate.txnPerSecond(), plugin.equalRate.txnPerSecond());
         row("pulsar-perf transaction txn/s", stock.perf(), plugin.perf());
+        for (int share : OPEN_LOOP_SHARES) {
+            String at = " open loop " + share + "%";
+            row("txn/s" + at, stock.openLoopRate(share), plugin.openLoopRate(share));
+            row("p50 (ms)" + at, millis(stock.openLoop.get(share), 50), millis(plugin.openLoop.get(share), 50));
+            row("p99 (ms)" + at, millis(stock.openLoop.get(share), 99), millis(plugin.openLoop.get(share), 99));
+            row("p99.9 (ms)" + at, millis(stock.openLoop.get(share), 99.9),
+                    millis(plugin.openLoop.get(share), 99.9));
+            say("%-34s %12d %12d", "  commits measured" + at, stock.openLoop.get(share).getTotalCount(),
+                    plugin.openLoop.get(share).getTotalCount());
+            say("%-34s %12d %12d", "  failed" + at, stock.openLoopFailed.getOrDefault(share, 0L),
+                    plugin.openLoopFailed.getOrDefault(share, 0L));
+        }
 
         double p50Ratio = millis(plugin.latency, 50) / millis(stock.latency, 50);
         double p99Ratio = millis(plugin.latency, 99) / millis(stock.latency, 99);
@@ -162,6 +201,51 @@ public final class Benchmark {
         if (!rateReached) {
             say("NOT ALL PACED SLICES REACHED THEIR RATE: the equal-rate figures compare unequal work");
         }
+        boolean openLoopReached = stock.openLoopReached && plugin.openLoopReached;
+        if (!openLoopReached) {
+            say("NOT ALL OPEN-LOOP SLICES COMMITTED %.0f %% OF THEIR INTENDED TRANSACTIONS: the broker (or the load"
+                    + " generator) did not keep up with the schedule", RATE_REACHED * 100);
+        }
+
+        say("");
+        say("Ratios plugin/stock, each with its 95 %% interval (bootstrap over slices: each side's slices of the"
+                + " figure resampled with replacement, %d resamples, seed %d), and its target:", Bootstrap.RESAMPLES,
+                Bootstrap.SEED);
+        Bootstrap.SlicedPercentiles stockClosed = new Bootstrap.SlicedPercentiles(stock.latencySlices);
+        Bootstrap.SlicedPercentiles pluginClosed = new Bootstrap.SlicedPercentiles(plugin.latencySlices);
+        ratio("commit latency p50, closed loop", Bootstrap.percentileRatio(stockClosed, pluginClosed, 50),
+                CLOSED_LOOP_LATENCY_TARGET, true);
+        ratio("commit latency p99, closed loop", Bootstrap.percentileRatio(stockClosed, pluginClosed, 99),
+                CLOSED_LOOP_LATENCY_TARGET, true);
+        ratio("commit latency p99.9, closed loop", Bootstrap.percentileRatio(stockClosed, pluginClosed, 99.9),
+                Double.NaN, true);
+        Map<Integer, Bootstrap.Estimate> openLoopP99 = new LinkedHashMap<>();
+        Map<Integer, Bootstrap.Estimate> openLoopP999 = new LinkedHashMap<>();
+        for (int share : OPEN_LOOP_SHARES) {
+            Bootstrap.SlicedPercentiles stockOpen = new Bootstrap.SlicedPercentiles(stock.openLoopSlices.get(share));
+            Bootstrap.SlicedPercentiles pluginOpen = new Bootstrap.SlicedPercentiles(plugin.openLoopSlices.get(share));
+            ratio("open-loop p50 at " + share + " %", Bootstrap.percentileRatio(stockOpen, pluginOpen, 50), Double.NaN,
+                    true);
+            openLoopP99.put(share, Bootstrap.percentileRatio(stockOpen, pluginOpen, 99));
+            ratio("open-loop p99 at " + share + " %", openLoopP99.get(share), OPEN_LOOP_P99_TARGET, true);
+            openLoopP999.put(share, Bootstrap.percentileRatio(stockOpen, pluginOpen, 99.9));
+            ratio("open-loop p99.9 at " + share + " %", openLoopP999.get(share),
+                    share == 80 ? OPEN_LOOP_P999_TARGET_80 : Double.NaN, true);
+        }
+        ratio("throughput (mean over 1, 8, 32 clients)", throughputEstimate(stock, plugin), THROUGHPUT_TARGET, false);
+        Map<Integer, Bootstrap.Estimate> cpuPerTxn = new LinkedHashMap<>();
+        for (int clients : CLIENTS) {
+            cpuPerTxn.put(clients, cpuRatioEstimate(stock.throughputSlices.get(clients),
+                    plugin.throughputSlices.get(clients)));
+            ratio("broker CPU per txn, " + clients + " client(s), saturated", cpuPerTxn.get(clients),
+                    CPU_PER_TXN_TARGET, true);
+        }
+        ratio("broker CPU per txn, 32 paced to an equal rate", cpuRatioEstimate(stock.equalRateSlices,
+                plugin.equalRateSlices), Double.NaN, true);
+        Bootstrap.Estimate added = addedMicrosEstimate(stock, plugin);
+        say("%-44s %8.1f us  95%% CI [%.1f, %.1f] us  (information: the net added figure beside the CPU ratios)",
+                "plugin's net added broker CPU per txn", added.value(), added.low(), added.high());
+        ratio("  stock's saturated 32-client CPU plus it", addedRatioEstimate(stock, plugin), Double.NaN, true);
         double maxRate = plugin.throughput(most);
         // With the cold tier the bound holds memoryBound / (bytes per cold outcome) outcomes
         // (memory's hot part only moves which of them are answered without a read).
@@ -176,12 +260,15 @@ public final class Benchmark {
         say("a real broker restoring 100 M outcomes (1 000 roles, 72 h of end times): serving after %.2f s, every"
                 + " outcome answered after %.2f s", restoreReal.servingSeconds(), restoreReal.allAnsweredSeconds());
         say("");
-        say("Targets: p50 and p99 ratio <= 1.03; throughput ratio (mean over 1, 8, 32 clients) >= 0.97;"
-                + " CPU per txn at 32 clients <= 1.05 of stock's (stock's at saturation plus the plugin's added CPU"
-                + " per txn at an equal rate); heap <= 8 bytes per outcome in memory, <= 0.25 per cold outcome;"
+        say("Targets: p50 and p99 ratio <= %.2f; throughput ratio (mean over 1, 8, 32 clients) >= %.2f;"
+                + " open-loop p99 ratio <= %.2f at 50 %% and at 80 %% of stock's saturated 32-client rate, open-loop"
+                + " p99.9 ratio <= %.2f at 80 %%; saturated broker CPU per txn <= %.2f of stock's at each of 1, 8 and"
+                + " 32 clients (the net added CPU per txn at an equal rate printed beside, information);"
+                + " heap <= 8 bytes per outcome in memory, <= 0.25 per cold outcome;"
                 + " 10 M restore <= 5 s; 260 M answered <= 30 s after opening (--restore-at-scale 260);"
                 + " window at the 32-client rate >= 900 s (the retention time at the"
-                + " install defaults).");
+                + " install defaults).", CLOSED_LOOP_LATENCY_TARGET, THROUGHPUT_TARGET, OPEN_LOOP_P99_TARGET,
+                OPEN_LOOP_P999_TARGET_80, CPU_PER_TXN_TARGET);
         say("RESULT p50_ratio=%.3f p99_ratio=%.3f throughput_ratio=%.3f bytes_per_txn_count1=%.0f"
                         + " bytes_per_txn_count100=%.0f bytes_per_txn_count10000=%.0f messages_per_txn=%.3f"
                         + " heap_bytes_per_outcome=%.2f heap_bytes_per_outcome_1000_owners=%.2f"
@@ -190,16 +277,103 @@ public final class Benchmark {
                         + " cpu_per_txn_ratio_added=%.3f equal_rate_reached=%s"
                         + " window_seconds_at_max_rate=%.0f window_probes_answered=%s"
                         + " heap_bytes_per_outcome_cold=%.3f heap_bytes_per_outcome_cold_1000_owners=%.3f"
-                        + " restore_real_100m_serving_seconds=%.2f restore_real_100m_all_answered_seconds=%.2f",
+                        + " restore_real_100m_serving_seconds=%.2f restore_real_100m_all_answered_seconds=%.2f"
+                        + " open_loop_p99_ratio_50=%.3f open_loop_p99_ratio_80=%.3f open_loop_p999_ratio_80=%.3f"
+                        + " cpu_per_txn_ratio_1=%.3f cpu_per_txn_ratio_8=%.3f cpu_per_txn_ratio_32=%.3f"
+                        + " open_loop_rates_reached=%s",
                 p50Ratio, p99Ratio, throughputRatio, costPerTxn.get(1)[0], costPerTxn.get(100)[0],
                 costPerTxn.get(10_000)[0], costPerTxn.get(100)[1], heapNoOwner, heapOwners, restoreSeconds, cpuRatio,
                 cpuRatioWithoutJit, cpuRatioEqualRate, addedMicros, cpuRatioAdded, rateReached, windowSeconds,
                 plugin.probesAnswered, cold[0], coldOwners[0], restoreReal.servingSeconds(),
-                restoreReal.allAnsweredSeconds());
+                restoreReal.allAnsweredSeconds(), openLoopP99.get(50).value(), openLoopP99.get(80).value(),
+                openLoopP999.get(80).value(), cpuPerTxn.get(1).value(), cpuPerTxn.get(8).value(),
+                cpuPerTxn.get(32).value(), openLoopReached);
     }
 
-    private static void measure(List<Side> order, int round, int slices, int latencyTxns, Duration brokerWarmup,
-                                Duration settle, Duration warmup, Duration measured, int perfSeconds)
+    /** One ratio line: the point estimate, its interval, and whether it meets its target (NaN: none). */
+    private static void ratio(String label, Bootstrap.Estimate estimate, double target, boolean atMost) {
+        String verdict;
+        if (Double.isNaN(target)) {
+            verdict = "(information)";
+        } else {
+            boolean meets = atMost ? estimate.value() <= target : estimate.value() >= target;
+            verdict = String.format(Locale.ROOT, "target %s %.2f: %s", atMost ? "<=" : ">=", target,
+                    meets ? "meets" : "MISSES");
+        }
+        say("%-44s %8.3f  95%% CI %s  %s", label, estimate.value(), estimate.interval(), verdict);
+    }
+
+    /** Plugin/stock CPU per transaction over slices: each side's CPU summed over its picked slices, over its transactions. */
+    static Bootstrap.Estimate cpuRatioEstimate(List<BrokerDriver.Throughput> stock,
+                                               List<BrokerDriver.Throughput> plugin) {
+        double[][] cpu = {cpu(stock), cpu(plugin)};
+        double[][] committed = {committed(stock), committed(plugin)};
+        return Bootstrap.estimate(new int[] {stock.size(), plugin.size()}, picks ->
+                (Bootstrap.sum(cpu[1], picks[1]) / Bootstrap.sum(committed[1], picks[1]))
+                        / (Bootstrap.sum(cpu[0], picks[0]) / Bootstrap.sum(committed[0], picks[0])));
+    }
+
+    /** The mean over 1, 8 and 32 clients of plugin/stock txn/s, each client count's slices resampled. */
+    private static Bootstrap.Estimate throughputEstimate(Side stock, Side plugin) {
+        int[] sizes = new int[CLIENTS.length * 2];
+        double[][] committed = new double[sizes.length][];
+        double[][] seconds = new double[sizes.length][];
+        for (int c = 0; c < CLIENTS.length; c++) {
+            for (int s = 0; s < 2; s++) {
+                List<BrokerDriver.Throughput> slices = (s == 0 ? stock : plugin).throughputSlices.get(CLIENTS[c]);
+                sizes[2 * c + s] = slices.size();
+                committed[2 * c + s] = committed(slices);
+                seconds[2 * c + s] = slices.stream().mapToDouble(BrokerDriver.Throughput::seconds).toArray();
+            }
+        }
+        return Bootstrap.estimate(sizes, picks -> {
+            double sum = 0;
+            for (int c = 0; c < CLIENTS.length; c++) {
+                double stockRate = Bootstrap.sum(committed[2 * c], picks[2 * c])
+                        / Bootstrap.sum(seconds[2 * c], picks[2 * c]);
+                double pluginRate = Bootstrap.sum(committed[2 * c + 1], picks[2 * c + 1])
+                        / Bootstrap.sum(seconds[2 * c + 1], picks[2 * c + 1]);
+                sum += pluginRate / stockRate;
+            }
+            return sum / CLIENTS.length;
+        });
+    }
+
+    /** The plugin's added CPU per transaction at an equal rate (µs): groups stock's paced slices, the plugin's. */
+    private static Bootstrap.Estimate addedMicrosEstimate(Side stock, Side plugin) {
+        double[][] cpu = {cpu(stock.equalRateSlices), cpu(plugin.equalRateSlices)};
+        double[][] committed = {committed(stock.equalRateSlices), committed(plugin.equalRateSlices)};
+        return Bootstrap.estimate(new int[] {stock.equalRateSlices.size(), plugin.equalRateSlices.size()}, picks ->
+                Bootstrap.sum(cpu[1], picks[1]) / Bootstrap.sum(committed[1], picks[1])
+                        - Bootstrap.sum(cpu[0], picks[0]) / Bootstrap.sum(committed[0], picks[0]));
+    }
+
+    /** {@code cpu_per_txn_ratio_added}: stock's saturated 32-client CPU per txn plus the added, over the first. */
+    private static Bootstrap.Estimate addedRatioEstimate(Side stock, Side plugin) {
+        List<BrokerDriver.Throughput> saturated = stock.throughputSlices.get(CLIENTS[CLIENTS.length - 1]);
+        double[][] cpu = {cpu(saturated), cpu(stock.equalRateSlices), cpu(plugin.equalRateSlices)};
+        double[][] committed = {committed(saturated), committed(stock.equalRateSlices),
+                committed(plugin.equalRateSlices)};
+        return Bootstrap.estimate(new int[] {saturated.size(), stock.equalRateSlices.size(),
+                plugin.equalRateSlices.size()}, picks -> {
+                    double base = Bootstrap.sum(cpu[0], picks[0]) / Bootstrap.sum(committed[0], picks[0]);
+                    double added = Bootstrap.sum(cpu[2], picks[2]) / Bootstrap.sum(committed[2], picks[2])
+                            - Bootstrap.sum(cpu[1], picks[1]) / Bootstrap.sum(committed[1], picks[1]);
+                    return (base + added) / base;
+                });
+    }
+
+    private static double[] cpu(List<BrokerDriver.Throughput> slices) {
+        return slices.stream().mapToDouble(BrokerDriver.Throughput::brokerCpuMicros).toArray();
+    }
+
+    private static double[] committed(List<BrokerDriver.Throughput> slices) {
+        return slices.stream().mapToDouble(BrokerDriver.Throughput::committed).toArray();
+    }
+
+    private static void measure(List<Side> order, int round, int rounds, int slices, int latencyTxns,
+                                int openLoopCommits, Duration brokerWarmup, Duration settle, Duration warmup,
+                                Duration measured, int perfSeconds)
             throws Exception {
         String prefix = "persistent://public/default/bench-" + round + "-";
         // The window, checked by probing: a transaction committed before all the load must
@@ -224,6 +398,7 @@ public final class Benchmark {
                 Histogram latency = BrokerDriver.commitLatency(side.broker.serviceUrl(),
                         prefix + side.name + "-latency", latencyTxns / slices / 10, latencyTxns / slices);
                 side.latency.add(latency);
+                side.latencySlices.add(latency);
                 say("%-6s commit latency p50 %.2f ms, p99 %.2f ms over %d commits", side.name,
                         latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(99) / 1000.0,
                         latency.getTotalCount());
@@ -239,6 +414,7 @@ public final class Benchmark {
                             measured.dividedBy(slices));
                     neighbourCpu = ProcessCpu.micros(side.other.broker.pid()) - neighbourCpu;
                     side.throughput.merge(clients, run, Benchmark::sum);
+                    side.throughputSlices.computeIfAbsent(clients, c -> new ArrayList<>()).add(run);
                     if (clients == CLIENTS[CLIENTS.length - 1]) {
                         most.merge(side, run, Benchmark::sum);
                     }
@@ -260,10 +436,35 @@ public final class Benchmark {
                 BrokerDriver.Throughput run = BrokerDriver.throughput(side.broker.serviceUrl(), side.broker.pid(),
                         prefix + side.name + "-equal-rate", clients, rate, warmup, measured.dividedBy(slices));
                 side.equalRate = side.equalRate == null ? run : sum(side.equalRate, run);
+                side.equalRateSlices.add(run);
                 side.equalRateReached &= run.txnPerSecond() >= RATE_REACHED * rate;
                 say("%-6s %2d client(s) paced to %.0f txn/s: %.1f txn/s, broker CPU %.0f us per txn (JIT compiler"
                         + " %.0f)", side.name, clients, rate, run.txnPerSecond(), run.brokerCpuMicrosPerTxn(),
                         run.jitCpuMicrosPerTxn());
+            }
+        }
+        // Open loop: transactions started on a fixed schedule at shares of stock's saturated
+        // 32-client rate in this round, latency from each one's intended start.
+        Side stockSide = order.get(0).name.equals("stock") ? order.get(0) : order.get(1);
+        double stockRate = most.get(stockSide).txnPerSecond();
+        for (int share : OPEN_LOOP_SHARES) {
+            double openRate = share / 100.0 * stockRate;
+            // Each side's slices of all rounds together hold openLoopCommits intended starts.
+            double sliceSeconds = Math.max(1.0, (double) openLoopCommits / rounds / slices / openRate);
+            Duration sliceMeasured = Duration.ofMillis((long) Math.ceil(sliceSeconds * 1000) + 1);
+            for (int slice = 0; slice < slices; slice++) {
+                for (Side side : turn(order, slice)) {
+                    BrokerDriver.OpenLoop run = BrokerDriver.openLoop(side.broker.serviceUrl(), side.broker.pid(),
+                            prefix + side.name + "-open-loop-" + share, OPEN_LOOP_CLIENTS, openRate, warmup,
+                            sliceMeasured);
+                    side.addOpenLoop(share, run);
+                    say("%-6s open loop at %d %% (%.0f txn/s over %d connections): %d of %d committed (%d failed),"
+                                    + " p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms from the intended start; broker CPU"
+                                    + " %.0f us per txn; load generator at most %.1f ms late", side.name, share,
+                            openRate, OPEN_LOOP_CLIENTS, run.committed(), run.intended(), run.failed(),
+                            millis(run.latency(), 50), millis(run.latency(), 99), millis(run.latency(), 99.9),
+                            run.brokerCpuMicrosPerTxn(), run.maxLateStartMillis());
+                }
             }
         }
         for (Side side : order) {
@@ -332,6 +533,16 @@ public final class Benchmark {
         final String name;
         final Histogram latency = new Histogram(60_000_000L, 3);
         final Map<Integer, BrokerDriver.Throughput> throughput = new LinkedHashMap<>();
+        /** Each slice on its own, for the bootstrap intervals. */
+        final List<Histogram> latencySlices = new ArrayList<>();
+        final Map<Integer, List<BrokerDriver.Throughput>> throughputSlices = new LinkedHashMap<>();
+        final List<BrokerDriver.Throughput> equalRateSlices = new ArrayList<>();
+        /** Open-loop latency from the intended start, by share of stock's rate (%): merged, and by slice. */
+        final Map<Integer, Histogram> openLoop = new LinkedHashMap<>();
+        final Map<Integer, List<Histogram>> openLoopSlices = new LinkedHashMap<>();
+        final Map<Integer, Long> openLoopFailed = new LinkedHashMap<>();
+        final Map<Integer, double[]> openLoopCommittedSeconds = new LinkedHashMap<>();
+        boolean openLoopReached = true;
         /** The 32-client runs paced to an equal rate (each round its own rate), summed. */
         BrokerDriver.Throughput equalRate;
         boolean equalRateReached = true;
@@ -361,6 +572,22 @@ public final class Benchmark {
 
         double perf() {
             return perfSum / perfRounds;
+        }
+
+        void addOpenLoop(int share, BrokerDriver.OpenLoop run) {
+            openLoop.computeIfAbsent(share, s -> new Histogram(BrokerDriver.OPEN_LOOP_HIGHEST_MICROS, 3))
+                    .add(run.latency());
+            openLoopSlices.computeIfAbsent(share, s -> new ArrayList<>()).add(run.latency());
+            openLoopFailed.merge(share, run.failed(), Long::sum);
+            double[] sums = openLoopCommittedSeconds.computeIfAbsent(share, s -> new double[2]);
+            sums[0] += run.committed();
+            sums[1] += run.seconds();
+            openLoopReached &= run.committed() >= RATE_REACHED * run.intended();
+        }
+
+        double openLoopRate(int share) {
+            double[] sums = openLoopCommittedSeconds.get(share);
+            return sums[0] / sums[1];
         }
     }
 }

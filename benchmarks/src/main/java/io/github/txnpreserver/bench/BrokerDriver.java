@@ -5,9 +5,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAccumulator;
 import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Recorder;
 import org.HdrHistogram.Histogram;
@@ -160,6 +162,123 @@ final class BrokerDriver {
             }
             // All at once: closing a transactional client takes about 2 s, one by one a
             // minute for 32 of them.
+            List<CompletableFuture<Void>> closing = new ArrayList<>();
+            for (PulsarClient client : pulsarClients) {
+                closing.add(client.closeAsync());
+            }
+            CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new)).get(2, TimeUnit.MINUTES);
+        }
+    }
+
+    /** The highest latency an open-loop histogram tracks, in microseconds (a minute: the transaction timeout). */
+    static final long OPEN_LOOP_HIGHEST_MICROS = TimeUnit.SECONDS.toMicros(60);
+
+    /**
+     * What an open-loop run measured: the latency of each transaction intended to start in the
+     * measured interval, from its intended start to its commit's completion, in microseconds;
+     * how many were intended, committed and failed; the interval's length and the broker's CPU
+     * over it; and how late the load generator itself started a transaction at most (its own
+     * lateness is in the latencies too, as it must be: it is the queueing a client would see).
+     */
+    record OpenLoop(Histogram latency, long intended, long committed, long failed, double seconds,
+                    long brokerCpuMicros, double maxLateStartMillis) {
+
+        double txnPerSecond() {
+            return committed / seconds;
+        }
+
+        double brokerCpuMicrosPerTxn() {
+            return committed == 0 ? Double.NaN : (double) brokerCpuMicros / committed;
+        }
+    }
+
+    /**
+     * Open loop: transactions (open, produce one 256-byte message, commit) started on a fixed
+     * schedule at {@code txnPerSecond} across {@code clients} connections, round robin
+     * ({@link OpenLoopSchedule}), each started when its time comes whether or not the ones
+     * before it have completed (the client's asynchronous API: a connection carries as many
+     * transactions at once as the schedule puts on it). The latency of each transaction
+     * intended to start within {@code measured} after {@code warmup} is recorded from its
+     * intended start to its commit's completion, so waiting behind a slow transaction counts:
+     * no coordinated omission. Waits up to two minutes for the measured transactions to end.
+     */
+    static OpenLoop openLoop(String serviceUrl, long brokerPid, String topic, int clients, double txnPerSecond,
+                             Duration warmup, Duration measured) throws Exception {
+        List<PulsarClient> pulsarClients = new ArrayList<>();
+        List<Producer<byte[]>> producers = new ArrayList<>();
+        try {
+            for (int i = 0; i < clients; i++) {
+                PulsarClient client = client(serviceUrl);
+                pulsarClients.add(client);
+                producers.add(client.newProducer(Schema.BYTES).topic(topic).enableBatching(false)
+                        .sendTimeout(0, TimeUnit.SECONDS).create());
+            }
+            long base = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100);
+            OpenLoopSchedule schedule = new OpenLoopSchedule(base, txnPerSecond);
+            long first = schedule.firstIndexAtOrAfter(base + warmup.toNanos());
+            long end = schedule.firstIndexAtOrAfter(base + warmup.toNanos() + measured.toNanos());
+            Recorder recorder = new Recorder(OPEN_LOOP_HIGHEST_MICROS, 3);
+            AtomicLong committed = new AtomicLong();
+            AtomicLong failed = new AtomicLong();
+            LongAccumulator maxLate = new LongAccumulator(Math::max, 0);
+            CountDownLatch measuredDone = new CountDownLatch((int) (end - first));
+            long cpuStart = 0;
+            for (long k = 0; k < end; k++) {
+                long intended = schedule.intendedStart(k);
+                long wait;
+                while ((wait = intended - System.nanoTime()) > 0) {
+                    LockSupport.parkNanos(wait);
+                }
+                boolean counted = k >= first;
+                if (k == first) {
+                    cpuStart = ProcessCpu.micros(brokerPid);
+                }
+                if (counted) {
+                    maxLate.accumulate(System.nanoTime() - intended);
+                }
+                int c = OpenLoopSchedule.client(k, clients);
+                PulsarClient client = pulsarClients.get(c);
+                Producer<byte[]> producer = producers.get(c);
+                CompletableFuture<Void> txnDone;
+                try {
+                    txnDone = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build()
+                            .thenCompose(txn -> producer.newMessage(txn).value(PAYLOAD).sendAsync()
+                                    .thenCompose(id -> txn.commit()));
+                } catch (Exception e) {
+                    txnDone = CompletableFuture.failedFuture(e);
+                }
+                txnDone.whenComplete((ignored, error) -> {
+                    if (!counted) {
+                        return;
+                    }
+                    if (error == null) {
+                        long micros = (System.nanoTime() - intended) / 1000;
+                        recorder.recordValue(Math.min(Math.max(micros, 0), OPEN_LOOP_HIGHEST_MICROS));
+                        committed.incrementAndGet();
+                    } else {
+                        failed.incrementAndGet();
+                    }
+                    measuredDone.countDown();
+                });
+            }
+            long intervalEnd = schedule.intendedStart(end);
+            long wait;
+            while ((wait = intervalEnd - System.nanoTime()) > 0) {
+                LockSupport.parkNanos(wait);
+            }
+            long cpu = ProcessCpu.micros(brokerPid) - cpuStart;
+            double seconds = (intervalEnd - schedule.intendedStart(first)) / 1e9;
+            if (!measuredDone.await(2, TimeUnit.MINUTES)) {
+                System.err.println("open loop: " + measuredDone.getCount() + " measured transactions still open"
+                        + " after two minutes; counted as failed");
+            }
+            long unfinished = measuredDone.getCount();
+            return new OpenLoop(recorder.getIntervalHistogram(), end - first, committed.get(),
+                    failed.get() + unfinished, seconds, cpu, maxLate.get() / 1e6);
+        } finally {
+            for (Producer<byte[]> producer : producers) {
+                producer.closeAsync();
+            }
             List<CompletableFuture<Void>> closing = new ArrayList<>();
             for (PulsarClient client : pulsarClients) {
                 closing.add(client.closeAsync());
