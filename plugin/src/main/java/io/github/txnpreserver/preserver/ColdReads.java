@@ -16,7 +16,10 @@ import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongFunction;
@@ -72,6 +75,11 @@ final class ColdReads {
     private final Long2ObjectLinkedOpenHashMap<RecordPosition> cachedAt = new Long2ObjectLinkedOpenHashMap<>();
     private final Long2ObjectOpenHashMap<Read> reads = new Long2ObjectOpenHashMap<>();
     private final ArrayDeque<Read> queued = new ArrayDeque<>();
+    /**
+     * Every read queued or in flight, a block's former ones too (a read at a position the
+     * record has left, displaced in {@link #reads}): the close answers all their askers.
+     */
+    private final Set<Read> open = Collections.newSetFromMap(new IdentityHashMap<>());
     private int reading;
 
     /**
@@ -118,6 +126,7 @@ final class ColdReads {
             read = new Read(blockIndex, position, new ArrayList<>(2));
             reads.put(blockIndex, read);
             queued.add(read);
+            open.add(read);
         }
         read.askers().add(answer);
         Scheduler.Cancellable giveUp = thread.schedule(() -> answer.completeExceptionally(unavailable(
@@ -135,9 +144,10 @@ final class ColdReads {
     }
 
     void close() {
-        for (Read read : reads.values()) {
+        for (Read read : open) {
             read.askers().forEach(asker -> asker.completeExceptionally(unavailable("closed")));
         }
+        open.clear();
         reads.clear();
         queued.clear();
         cache.clear();
@@ -153,6 +163,7 @@ final class ColdReads {
                 if (reads.get(read.blockIndex()) == read) {
                     reads.remove(read.blockIndex());
                 }
+                open.remove(read);
                 continue;
             }
             reading++;
@@ -169,6 +180,7 @@ final class ColdReads {
 
     private void readDone(Read read, byte[] value, Throwable error, long startNanos) {
         reading--;
+        open.remove(read);
         if (reads.get(read.blockIndex()) == read) {
             reads.remove(read.blockIndex());
         }

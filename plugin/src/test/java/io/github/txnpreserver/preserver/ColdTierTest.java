@@ -508,6 +508,30 @@ class ColdTierTest {
             assertThat(figures().coldLost()).isZero();
         }
 
+        /**
+         * A read at the record's old position, still in flight when a lookup reads it where it
+         * is now, is no longer the block's read; at the close its asker is answered all the
+         * same (its give-up timer is dropped with the coordinator).
+         */
+        @Test
+        void aColdReadDisplacedByOneAtTheRecordsNewPositionIsAnsweredUnavailableWhenTheCoordinatorCloses() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> early = lookUpAsync(2);
+            await(terminatedAndWrittenTo());
+            CompletableFuture<KeptOutcome> late = lookUpAsync(1);
+            assertThat(early).isNotDone();
+            assertThat(late).isNotDone();
+
+            preserver.closeAsync();
+            scheduler.runReady();
+
+            assertThat(early).as("the displaced read's asker").isCompletedExceptionally();
+            assertThat(Futures.failureOf(early)).isInstanceOf(PreserverUnavailableException.class);
+            assertThat(Futures.failureOf(late)).isInstanceOf(PreserverUnavailableException.class);
+            topic.releaseColdReads();
+        }
+
         @Test
         void anEndInAColdBlockWhoseRecordIsCarriedMeanwhileReadsItsColdPartWhereItIsNow() {
             blockZeroCold();
