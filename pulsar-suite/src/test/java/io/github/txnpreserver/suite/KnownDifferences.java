@@ -56,8 +56,8 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
             "([\\w.$]+#\\w+)(?:\\s+at\\s+(\\d+)\\s+([\\w.$]+))?");
 
     private static final Map<String, Difference> DIFFERENCES = read();
-    /** The test instances whose last test was reported as a listed difference, with its name. */
-    private static final Map<Object, String> REPORTED = Collections.synchronizedMap(new IdentityHashMap<>());
+    /** The test instances whose last test was reported as a listed difference, with that test's result. */
+    private static final Map<Object, ITestResult> REPORTED = Collections.synchronizedMap(new IdentityHashMap<>());
 
     /** One entry of differences.txt. */
     record Difference(String test, int line, String failure, String differs, String narrowing) {
@@ -83,7 +83,8 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
     @Override
     public void beforeInvocation(IInvokedMethod method, ITestResult result) {
         Difference difference = applicable(method);
-        if (difference == null || difference.narrowed()) {
+        if (difference == null || difference.narrowed() || result.getStatus() == ITestResult.SKIP) {
+            // Skipped by TestNG itself (a setup that failed): that reason stands.
             return;
         }
         String message = "differs on purpose: " + difference.differs() + ". Not run with the plugin on ("
@@ -91,13 +92,13 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
         System.out.println("[pulsar-suite] skipped: " + difference.test() + " -- " + message);
         result.setStatus(ITestResult.SKIP);
         result.setThrowable(new SkipException(message));
-        REPORTED.put(result.getInstance(), difference.test());
+        REPORTED.put(result.getInstance(), result);
     }
 
     @Override
     public void afterInvocation(IInvokedMethod method, ITestResult result) {
         if (method.isConfigurationMethod()) {
-            keepBrokers(method, result.getInstance());
+            keepBrokers(method, result);
             return;
         }
         Difference difference = applicable(method);
@@ -130,21 +131,23 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
         System.out.println("[pulsar-suite] skipped after its run: " + difference.test() + " -- " + message);
         result.setStatus(ITestResult.SKIP);
         result.setThrowable(new SkipException(message, failure));
-        REPORTED.put(result.getInstance(), difference.test());
+        REPORTED.put(result.getInstance(), result);
     }
 
     /**
      * After {@code TestRetrySupport.failureCheck} saw a listed difference as "not a success":
      * its mark cleared, so the class's brokers are not stopped and started again.
      */
-    private static void keepBrokers(IInvokedMethod method, Object instance) {
+    private static void keepBrokers(IInvokedMethod method, ITestResult check) {
+        Object instance = check.getInstance();
         if (!(instance instanceof TestRetrySupport) || !method.getTestMethod().getMethodName().equals("failureCheck")) {
             return;
         }
-        String test = REPORTED.remove(instance);
-        if (test == null) {
+        ITestResult reported = REPORTED.remove(instance);
+        if (reported == null || !checks(check, reported)) {
             return;
         }
+        String test = name(reported.getMethod());
         try {
             Field failedSetupNumber = TestRetrySupport.class.getDeclaredField("failedSetupNumber");
             failedSetupNumber.setAccessible(true);
@@ -154,6 +157,16 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
                     + ": TestRetrySupport has no int failedSetupNumber (another Pulsar version?)", e);
         }
         System.out.println("[pulsar-suite] brokers kept after " + test + ", as after a pass on stock");
+    }
+
+    /**
+     * Whether this run of {@code failureCheck} is about {@code reported}: TestNG hands it the
+     * result of the test it follows (its first parameter), so a check that follows another
+     * test (or a setup that failed) keeps its mark.
+     */
+    private static boolean checks(ITestResult check, ITestResult reported) {
+        Object[] parameters = check.getParameters();
+        return parameters != null && parameters.length > 0 && parameters[0] == reported;
     }
 
     /** The listed difference for this invocation, if it is a listed test and the plugin is on. */
