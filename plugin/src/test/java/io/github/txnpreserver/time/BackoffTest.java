@@ -47,4 +47,18 @@ class BackoffTest {
         assertThat(new Backoff(Duration.ofSeconds(1), Duration.ofSeconds(1)).nextNanos(1_000_000_000L))
                 .isEqualTo(1_000_000_000L);
     }
+
+    @Test
+    void aDelayOfHalfAnOddCeilingOrMoreGoesToTheCeiling() {
+        Backoff odd = new Backoff(Duration.ofNanos(1), Duration.ofNanos(5));
+
+        assertThat(odd.nextNanos(2)).as("5 / 2 = 2: twice would fall short of the ceiling").isEqualTo(5);
+        assertThat(odd.nextNanos(1)).isEqualTo(2);
+    }
+
+    @Test
+    void itsBoundsAreTheGivenOnes() {
+        assertThat(backoff.first()).isEqualTo(Duration.ofMillis(100));
+        assertThat(backoff.max()).isEqualTo(Duration.ofMillis(500));
+    }
 }
