@@ -136,14 +136,22 @@ public final class ManualScheduler implements Scheduler {
             }
             draining = true;
         }
+        asOwner(() -> {
+            runHandedOver();
+            return null;
+        });
+        return true;
+    }
+
+    /** Runs {@code work} as the thread that runs tasks: one at a time, and the owner while it lasts. */
+    private <T> T asOwner(java.util.function.Supplier<T> work) {
         running.lock();
         try {
             runner = Thread.currentThread();
-            runHandedOver();
+            return work.get();
         } finally {
             running.unlock();
         }
-        return true;
     }
 
     /** Runs what was handed over until nothing is; the caller set {@code draining}. */
@@ -219,13 +227,7 @@ public final class ManualScheduler implements Scheduler {
 
     /** Runs every task due now, including those the tasks queue for now; returns how many ran. */
     public int runReady() {
-        running.lock();
-        try {
-            runner = Thread.currentThread();
-            return runDue();
-        } finally {
-            running.unlock();
-        }
+        return asOwner(this::runDue);
     }
 
     private int runDue() {
@@ -249,13 +251,10 @@ public final class ManualScheduler implements Scheduler {
 
     /** Moves time forward by {@code step}, running each task when its time comes, in order. */
     public void advance(Duration step) {
-        running.lock();
-        try {
-            runner = Thread.currentThread();
+        asOwner(() -> {
             advanceBy(step);
-        } finally {
-            running.unlock();
-        }
+            return null;
+        });
     }
 
     private void advanceBy(Duration step) {
