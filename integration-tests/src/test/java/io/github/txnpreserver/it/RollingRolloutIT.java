@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -95,7 +96,7 @@ class RollingRolloutIT {
                 // Long enough that some of phase 0's outcomes are surely in the state topic.
                 Thread.sleep(DURABLE_AFTER.plusSeconds(1).toMillis());
 
-                long leftThePluginAt = moveTo(cluster, withPlugin, stock, 2);
+                long leftThePluginAt = moveTo(cluster, withPlugin, stock, true, 2);
                 Predicate<Attempt> durableBeforeTheMove = a -> a.endedWithin(0)
                         && a.endedAtNanos() < leftThePluginAt - DURABLE_AFTER.toNanos();
                 awaitConfirmedIn(2);
@@ -103,7 +104,7 @@ class RollingRolloutIT {
                         a -> a.endedWithin(0), Set.of(Claim.NOT_FOUND)).get(Claim.NOT_FOUND))
                         .as("stock forgets ended transactions").isPositive();
 
-                moveTo(cluster, stock, withPlugin, 4);
+                moveTo(cluster, stock, withPlugin, false, 4);
                 awaitConfirmedIn(4);
                 assertThat(retry(cluster, withPlugin, "ended with the plugin (A) over "
                                 + DURABLE_AFTER.toSeconds() + " s before the move, retried with it again (A)",
@@ -120,12 +121,12 @@ class RollingRolloutIT {
                 stock.reinstall(PulsarDistribution.withPluginInstalled());
                 phase.set(6);
                 awaitConfirmedIn(6);
-                moveTo(cluster, withPlugin, stock, 8);
+                moveTo(cluster, withPlugin, stock, false, 8);
                 awaitConfirmedIn(8);
                 retry(cluster, stock, "ended with the plugin (A), retried once B has it too (B)",
                         a -> durableBeforeTheMove.test(a) || a.endedWithin(4) || a.endedWithin(6), Set.of());
 
-                moveTo(cluster, stock, withPlugin, 10);
+                moveTo(cluster, stock, withPlugin, false, 10);
                 awaitConfirmedIn(10);
                 retry(cluster, withPlugin, "ended with the plugin on B, retried with it on A",
                         a -> a.endedWithin(8), Set.of());
@@ -155,10 +156,10 @@ class RollingRolloutIT {
     /**
      * Moves the coordinator from {@code from} to {@code to} with a transaction open across the
      * move, which is then committed on the new owner (a transaction in flight carries on);
-     * returns when the move began.
+     * returns when the move began. {@code toStock}: the new owner runs without the plugin.
      */
-    private long moveTo(LocalCluster cluster, LocalCluster.Broker from, LocalCluster.Broker to, int nextPhase)
-            throws Exception {
+    private long moveTo(LocalCluster cluster, LocalCluster.Broker from, LocalCluster.Broker to, boolean toStock,
+                        int nextPhase) throws Exception {
         assertThat(cluster.ownerOfCoordinator(to, 0)).as("the coordinator before the move").isSameAs(from);
         try (PulsarClient client = Txns.client(cluster.serviceUrl());
              Producer<String> producer = Txns.producer(client, crossingTopic)) {
@@ -170,10 +171,40 @@ class RollingRolloutIT {
             phase.set(nextPhase - 1);
             cluster.moveCoordinator(0, to);
             phase.set(nextPhase);
-            crossing.commit().get(1, TimeUnit.MINUTES);
+            commitAcrossTheMove(cluster, crossing, toStock);
             attempts.add(new Attempt(crossing.getTxnID(), value, true, openedIn, nextPhase, true, System.nanoTime()));
             crossingValues.add(value);
             return movedAt;
+        }
+    }
+
+    /**
+     * Commits the transaction that was open across a move, on its new owner.
+     *
+     * <p>The stock client may send this commit twice: when the old owner answers that it no
+     * longer has the coordinator, the client both re-sends every pending request on its new
+     * connection and schedules a retry of this one. A stock owner starts both ends while the
+     * transaction is OPEN, appends COMMITTING twice and refuses the later one ("Expect Txn … to
+     * be in OPEN status but it is in COMMITTING status"), whichever answer reaches the client
+     * first. The plugin runs identical ends once, so there a failed commit fails the test. On a
+     * stock owner the commit is retried, as an application would: a commit still finishing is
+     * answered with success, a forgotten one with not found, and what consumers read at the end
+     * says whether it committed.
+     */
+    private static void commitAcrossTheMove(LocalCluster cluster, Transaction crossing, boolean toStock)
+            throws Exception {
+        try {
+            crossing.commit().get(1, TimeUnit.MINUTES);
+        } catch (ExecutionException refused) {
+            if (!toStock) {
+                throw refused;
+            }
+            System.out.printf("commit across the move to a stock owner refused (%s); retried%n", refused.getCause());
+            try (RetryingEndClient retry = RetryingEndClient.connect(cluster.serviceUrl())) {
+                assertThat(retry.commit(crossing.getTxnID()))
+                        .as("retry of the commit across the move, refused by stock: %s", retry.lastMessage())
+                        .isIn(EndAnswer.SUCCESS, EndAnswer.REFUSED_AS_COMMITTED, EndAnswer.NOT_FOUND);
+            }
         }
     }
 
