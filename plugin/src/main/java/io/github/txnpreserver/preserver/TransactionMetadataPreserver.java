@@ -147,8 +147,12 @@ public final class TransactionMetadataPreserver {
         return restored;
     }
 
-    /** Completes once the restore is done; fails only if the coordinator closes first. */
-    public CompletableFuture<Void> whenRestored() {
+    /**
+     * Completes once the restore is done; fails only if the coordinator closes first. Tests
+     * read it through {@code PreserverInspection}: the store and the provider wait on
+     * {@link #restore}'s own future.
+     */
+    CompletableFuture<Void> whenRestored() {
         return restored;
     }
 
@@ -510,8 +514,12 @@ public final class TransactionMetadataPreserver {
         return figures;
     }
 
-    /** The figures as of now: published on the coordinator's thread after what is queued there. */
-    public CompletableFuture<PreserverFigures> currentFigures() {
+    /**
+     * The figures as of now: published on the coordinator's thread after what is queued there.
+     * Tests read it through {@code PreserverInspection}; the broker reads {@link #figures()},
+     * published every {@link #FIGURES_INTERVAL}.
+     */
+    CompletableFuture<PreserverFigures> currentFigures() {
         CompletableFuture<PreserverFigures> current = new CompletableFuture<>();
         thread.answer(current, () -> {
             publishFigures();

@@ -18,12 +18,9 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 final class KeptTxnMeta implements TxnMeta {
 
     private final KeptOutcome kept;
-    private final boolean toEndCheck;
 
-    /** @param toEndCheck reported to the broker's end-transaction chain ({@link BrokerEndCheck}) */
-    KeptTxnMeta(KeptOutcome kept, boolean toEndCheck) {
+    KeptTxnMeta(KeptOutcome kept) {
         this.kept = kept;
-        this.toEndCheck = toEndCheck;
     }
 
     @Override
@@ -34,7 +31,8 @@ final class KeptTxnMeta implements TxnMeta {
     /** A timeout-abort is reported OPEN to the end chain (see {@link OutcomeResolver}); with no partitions, nothing is re-sent. */
     @Override
     public TxnStatus status() {
-        return kept.outcome() == Outcome.TIMED_OUT && toEndCheck ? TxnStatus.OPEN : kept.outcome().finishingStatus();
+        return kept.outcome() == Outcome.TIMED_OUT && BrokerEndCheck.isCaller()
+                ? TxnStatus.OPEN : kept.outcome().finishingStatus();
     }
 
     @Override

@@ -15,8 +15,8 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * coordinator's thread (which waits, bounded, for a restore that is still reading).
  *
  * <p>A transaction the coordinator aborted on its timeout, finishing or kept, is reported OPEN
- * to the broker's end-transaction chain ({@link BrokerEndCheck}; with its partitions while
- * finishing, none once kept): the broker then hands the end's action to the store's status
+ * to the broker's end-transaction chain (its status, read by the chain: {@link BrokerEndCheck};
+ * with its partitions while finishing, none once kept): the broker then hands the end's action to the store's status
  * step instead of checking it itself, and the store answers an abort as the retry it is and
  * refuses a commit with a message naming the timeout (docs/answers.md, "Timeout-aborts"). It is
  * the one way the broker lets a store see a commit of an aborted transaction. Every other
@@ -44,14 +44,12 @@ public final class OutcomeResolver {
         TxnMeta live = liveTransactions.apply(txnId);
         if (live != null) {
             TxnMeta reported = live.status() == TxnStatus.ABORTING && abortingOnTimeout.test(txnId.getLeastSigBits())
-                    && BrokerEndCheck.isCaller() ? new ReportedOpen(live) : live;
+                    ? new ReportedOpen(live) : live;
             return CompletableFuture.completedFuture(new Answer(Resolution.ofLive(live.status()), reported));
         }
-        // Read here, on the caller's thread: the lookup answers on the coordinator's.
-        boolean endCheck = BrokerEndCheck.isCaller();
         return preserver.lookUp(txnId).thenApply(kept -> kept == null
                 ? new Answer(Resolution.NOT_FOUND, null)
-                : new Answer(Resolution.KEPT, new KeptTxnMeta(kept, endCheck)));
+                : new Answer(Resolution.KEPT, new KeptTxnMeta(kept)));
     }
 
     /** @param meta what {@code getTxnMeta} reports, null when not found */

@@ -8,8 +8,8 @@ import org.apache.pulsar.transaction.coordinator.exceptions.CoordinatorException
 import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 
 /**
- * A live transaction aborting on its timeout, reported OPEN so that the broker hands an end
- * request's action to the store (see {@link OutcomeResolver}); everything else is the live
+ * A live transaction aborting on its timeout, its status reported OPEN to the broker's end
+ * chain so that the broker hands an end request's action to the store (see {@link OutcomeResolver}); everything else is the live
  * transaction's, its partitions included, so an abort retry still re-sends its markers.
  */
 final class ReportedOpen implements TxnMeta {
@@ -25,9 +25,10 @@ final class ReportedOpen implements TxnMeta {
         return live.id();
     }
 
+    /** OPEN to the broker's end chain ({@link BrokerEndCheck}); the live status to every other reader. */
     @Override
     public TxnStatus status() {
-        return TxnStatus.OPEN;
+        return BrokerEndCheck.isCaller() ? TxnStatus.OPEN : live.status();
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.github.txnpreserver.metrics;
 
+import io.github.txnpreserver.preserver.PreserverInspection;
 import static io.github.txnpreserver.testing.Futures.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -33,7 +34,7 @@ class PreserverMetricsOfACoordinatorTest {
     }
 
     private double value(String sampleName, String... extraLabelValues) {
-        coordinator.preserver().currentFigures().join();
+        PreserverInspection.currentFigures(coordinator.preserver()).join();
         return PreserverMetricsTest.value(metrics, "0", sampleName, extraLabelValues);
     }
 

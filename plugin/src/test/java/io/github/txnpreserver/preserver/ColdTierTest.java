@@ -111,7 +111,7 @@ class ColdTierTest {
     }
 
     private PreserverFigures figures() {
-        return await(preserver.currentFigures());
+        return await(PreserverInspection.currentFigures(preserver));
     }
 
     /**

@@ -507,7 +507,7 @@ class TransactionMetadataPreserverTest {
             for (int i = 0; i < 10; i++) {
                 await(Ends.preserve(unbounded, new TxnID(TC + 7, 256L * i), Outcome.COMMITTED, "alice"));
             }
-            await(unbounded.currentFigures());
+            await(PreserverInspection.currentFigures(unbounded));
             return unbounded.keptBytes() / 10;
         }
 
@@ -523,7 +523,7 @@ class TransactionMetadataPreserverTest {
                         "alice"));
             }
 
-            PreserverFigures figures = await(bounded.currentFigures());
+            PreserverFigures figures = await(PreserverInspection.currentFigures(bounded));
             assertThat(bounded.keptBytes()).isLessThanOrEqualTo(limit);
             assertThat(figures.memoryEvictions()).as("nothing dropped").isZero();
             assertThat(figures.kept()).isEqualTo(ends);
@@ -545,11 +545,11 @@ class TransactionMetadataPreserverTest {
                 await(Ends.preserve(bounded, txn(256L * i), Outcome.COMMITTED, "alice"));
             }
 
-            long kept = await(bounded.currentFigures()).kept();
+            long kept = await(PreserverInspection.currentFigures(bounded)).kept();
             assertThat(LIMIT).as("not even one page of the cold tier fits").isLessThan(ColdBlocks.PAGE_BYTES);
             assertThat(kept).isBetween(1L, (long) ends - 1);
             assertThat(bounded.keptBytes()).isLessThanOrEqualTo(LIMIT);
-            assertThat(await(bounded.currentFigures()).memoryEvictions()).isPositive();
+            assertThat(await(PreserverInspection.currentFigures(bounded)).memoryEvictions()).isPositive();
             for (int i = 0; i < ends; i++) {
                 assertThat(find(bounded, txn(256L * i))).as("block %d kept", i).isEqualTo(i < ends - kept ? null
                         : new KeptOutcome(txn(256L * i), Outcome.COMMITTED, "alice", NOW + 1000L * (i + 1)));
@@ -574,8 +574,8 @@ class TransactionMetadataPreserverTest {
             }
 
             assertThat(budget.usedBytes()).isLessThanOrEqualTo(limit);
-            assertThat(await(quiet.currentFigures()).memoryEvictions()).isZero();
-            assertThat(await(busy.currentFigures()).memoryEvictions()).isZero();
+            assertThat(await(PreserverInspection.currentFigures(quiet)).memoryEvictions()).isZero();
+            assertThat(await(PreserverInspection.currentFigures(busy)).memoryEvictions()).isZero();
             assertThat(find(busy, new TxnID(TC + 1, 0))).isEqualTo(new KeptOutcome(new TxnID(TC + 1, 0),
                     Outcome.COMMITTED, "bob", NOW + Duration.ofMinutes(1).toMillis()));
             assertThat(busy.stats().coldLookups.sum()).as("the busy one's outcomes stay in memory").isZero();
@@ -599,7 +599,7 @@ class TransactionMetadataPreserverTest {
             assertThat(find(next, txn(1))).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
             assertThat(find(next, txn(2))).isEqualTo(new KeptOutcome(txn(2), Outcome.ABORTED, null, NOW));
             assertThat(find(next, txn(300))).isEqualTo(new KeptOutcome(txn(300), Outcome.ABORTED, "bob", NOW));
-            assertThat(await(next.currentFigures()).kept()).isEqualTo(3);
+            assertThat(await(PreserverInspection.currentFigures(next)).kept()).isEqualTo(3);
             assertThat(next.stats().restoredRecords).isEqualTo(topic.entries().size());
         }
 
@@ -618,7 +618,7 @@ class TransactionMetadataPreserverTest {
             assertThat(find(next, txn(1))).isNull();
             assertThat(find(next, txn(256))).isEqualTo(new KeptOutcome(txn(256), Outcome.ABORTED, "alice", NOW));
             assertThat(find(next, txn(257))).isEqualTo(new KeptOutcome(txn(257), Outcome.ABORTED, "bob", NOW));
-            assertThat(await(next.currentFigures()).kept()).isEqualTo(2);
+            assertThat(await(PreserverInspection.currentFigures(next)).kept()).isEqualTo(2);
         }
 
         @Test
@@ -658,7 +658,7 @@ class TransactionMetadataPreserverTest {
             assertThat(next.stats().malformedRecords.sum()).isEqualTo(10);
             assertThat(next.stats().restoreMalformedRecords).as("the restore's own count, exported as a gauge")
                     .isEqualTo(10);
-            assertThat(await(next.currentFigures()).kept()).isEqualTo(1);
+            assertThat(await(PreserverInspection.currentFigures(next)).kept()).isEqualTo(1);
             assertThat(find(next, txn(7 * 256 + 1))).isEqualTo(new KeptOutcome(txn(7 * 256 + 1), Outcome.COMMITTED,
                     "alice", NOW));
             assertThat(find(next, txn(5 * 256))).isNull();
@@ -697,7 +697,7 @@ class TransactionMetadataPreserverTest {
             assertThat(find(next, txn(7 * 256 + 1))).isEqualTo(new KeptOutcome(txn(7 * 256 + 1), Outcome.COMMITTED,
                     "alice", NOW));
             assertThat(find(next, txn(5 * 256))).isNull();
-            assertThat(await(next.currentFigures()).kept()).isEqualTo(1);
+            assertThat(await(PreserverInspection.currentFigures(next)).kept()).isEqualTo(1);
         }
 
         @Test

@@ -154,6 +154,8 @@ class ResolutionTest {
         assertThat(live.ackedPartitions()).contains(otherSub);
         assertThat(reported.updateTxnStatus(TxnStatus.ABORTING, TxnStatus.OPEN)).isSameAs(live);
         assertThat(live.status()).isEqualTo(TxnStatus.ABORTING);
+        // OPEN to the broker's end chain only (TimeoutAbortTest drives it): any other reader sees the live status.
+        assertThat(reported.status()).isEqualTo(TxnStatus.ABORTING);
     }
 
     @Test

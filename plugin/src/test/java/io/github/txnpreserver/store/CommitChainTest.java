@@ -1,5 +1,6 @@
 package io.github.txnpreserver.store;
 
+import io.github.txnpreserver.preserver.PreserverInspection;
 import static io.github.txnpreserver.testing.Futures.await;
 import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -587,10 +588,10 @@ class CommitChainTest {
             await(coordinator.timeoutAbort(txn));
             coordinator.preserver().evictOldestForMemory();
             coordinator.settle();
-            assertThat(coordinator.preserver().currentFigures().join().memoryEvictions()).as("block 0 dropped, alice's floor"
+            assertThat(PreserverInspection.currentFigures(coordinator.preserver()).join().memoryEvictions()).as("block 0 dropped, alice's floor"
                     + " keeps the outcome").isZero();
 
-            assertThat(coordinator.preserver().currentFigures().join().floorEntries()).isEqualTo(1);
+            assertThat(PreserverInspection.currentFigures(coordinator.preserver()).join().floorEntries()).isEqualTo(1);
             assertThat(coordinator.kept(txn).outcome()).isEqualTo(Outcome.TIMED_OUT);
             await(coordinator.abort(txn, ALICE));
             assertThat(failureOf(coordinator.commit(txn, ALICE))).isInstanceOf(InvalidTxnStatusException.class);

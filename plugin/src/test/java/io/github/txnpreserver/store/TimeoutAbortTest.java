@@ -1,5 +1,6 @@
 package io.github.txnpreserver.store;
 
+import io.github.txnpreserver.preserver.PreserverInspection;
 import static io.github.txnpreserver.testing.Futures.await;
 import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -296,7 +297,7 @@ class TimeoutAbortTest {
             await(coordinator.commit(recent, ALICE));
             coordinator.preserver().expire();
             coordinator.settle();
-            coordinator.preserver().currentFigures().join();
+            PreserverInspection.currentFigures(coordinator.preserver()).join();
 
             assertThat(failureOf(coordinator.commit(old, ALICE))).isInstanceOf(TransactionNotFoundException.class)
                     .hasMessageStartingWith("Transaction " + old + " is no longer kept: its outcome is forgotten")
@@ -371,7 +372,7 @@ class TimeoutAbortTest {
             await(coordinator.commit(recent, ALICE));
             coordinator.preserver().expire();
             coordinator.settle();
-            coordinator.preserver().currentFigures().join();
+            PreserverInspection.currentFigures(coordinator.preserver()).join();
 
             TransactionState forgotten = describe(old);
             assertThat(forgotten.state()).isEqualTo(TransactionState.State.FORGOTTEN);
@@ -393,7 +394,7 @@ class TimeoutAbortTest {
             coordinator.clock().advance(Duration.ofSeconds(10));
             coordinator.preserver().expire();
             coordinator.settle();
-            coordinator.preserver().currentFigures().join();
+            PreserverInspection.currentFigures(coordinator.preserver()).join();
 
             assertThat(describe(old).windowStartMillis()).isEqualTo(recentEndedAt);
         }

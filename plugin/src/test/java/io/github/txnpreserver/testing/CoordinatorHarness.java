@@ -1,5 +1,6 @@
 package io.github.txnpreserver.testing;
 
+import io.github.txnpreserver.preserver.PreserverInspection;
 import static org.mockito.ArgumentMatchers.anyLong;
 import static org.mockito.ArgumentMatchers.anyString;
 import static org.mockito.Mockito.mock;
@@ -317,7 +318,7 @@ public final class CoordinatorHarness implements AutoCloseable {
         // As the provider does: the restore runs in the background, and blocks up to the
         // log's highest sequence are held until it is done; a new log issues nothing before.
         store.startRestore();
-        restored = preserver.whenRestored();
+        restored = PreserverInspection.whenRestored(preserver);
         store.init(recoverTracker).join();
         registerInService(tcId, store);
         recoverTracker.handleCommittingAndAbortingTransaction();

@@ -1,14 +1,8 @@
 package io.github.txnpreserver.suite;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
-import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -193,36 +187,22 @@ public class KnownDifferences implements IMethodInterceptor, IInvokedMethodListe
     }
 
     static Map<String, Difference> read() {
-        Map<String, Difference> differences = new LinkedHashMap<>();
-        try (BufferedReader reader = new BufferedReader(new InputStreamReader(
-                KnownDifferences.class.getResourceAsStream("/differences.txt"), StandardCharsets.UTF_8))) {
-            for (String line : reader.lines().collect(Collectors.toList())) {
-                if (line.isBlank() || line.startsWith("#")) {
-                    continue;
-                }
-                String[] parts = line.split(" -- ", -1);
-                Matcher test = parts.length == 3 ? TEST.matcher(parts[0].strip()) : null;
-                if (test == null || !test.matches() || parts[1].isBlank()) {
-                    throw new IllegalStateException(
-                            "differences.txt: not 'class#method [at LINE EXCEPTION] -- what differs -- narrowing': " + line);
-                }
-                boolean narrowed = test.group(2) != null;
-                String narrowing = parts[2].strip();
-                if (!narrowing.startsWith(narrowed ? NARROWED : WHOLE)) {
-                    throw new IllegalStateException("differences.txt: the narrowing of "
-                            + (narrowed ? "an entry with 'at LINE EXCEPTION' starts '" + NARROWED
-                                    : "an entry of the whole method starts '" + WHOLE)
-                            + "': " + line);
-                }
-                Difference difference = new Difference(test.group(1),
-                        narrowed ? Integer.parseInt(test.group(2)) : -1, test.group(3), parts[1].strip(), narrowing);
-                if (differences.put(difference.test(), difference) != null) {
-                    throw new IllegalStateException("differences.txt: listed twice: " + difference.test());
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        return ListedTests.read("differences.txt", KnownDifferences::parse, Difference::test);
+    }
+
+    private static Difference parse(String[] parts) {
+        Matcher test = parts.length == 3 ? TEST.matcher(parts[0].strip()) : null;
+        if (test == null || !test.matches() || parts[1].isBlank()) {
+            throw new IllegalArgumentException("not 'class#method [at LINE EXCEPTION] -- what differs -- narrowing'");
         }
-        return Collections.unmodifiableMap(differences);
+        boolean narrowed = test.group(2) != null;
+        String narrowing = parts[2].strip();
+        if (!narrowing.startsWith(narrowed ? NARROWED : WHOLE)) {
+            throw new IllegalArgumentException("the narrowing of "
+                    + (narrowed ? "an entry with 'at LINE EXCEPTION' starts '" + NARROWED
+                            : "an entry of the whole method starts '" + WHOLE) + "'");
+        }
+        return new Difference(test.group(1), narrowed ? Integer.parseInt(test.group(2)) : -1, test.group(3),
+                parts[1].strip(), narrowing);
     }
 }

@@ -1,17 +1,9 @@
 package io.github.txnpreserver.suite;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.apache.pulsar.broker.PulsarService;
 import org.apache.pulsar.broker.namespace.LookupOptions;
 import org.apache.pulsar.broker.namespace.NamespaceService;
@@ -86,25 +78,14 @@ public class OwnedBundles implements IInvokedMethodListener {
     }
 
     static Map<String, Entry> read() {
-        Map<String, Entry> entries = new LinkedHashMap<>();
-        try (BufferedReader reader = new BufferedReader(new InputStreamReader(
-                OwnedBundles.class.getResourceAsStream("/owned-bundles.txt"), StandardCharsets.UTF_8))) {
-            for (String line : reader.lines().collect(Collectors.toList())) {
-                if (line.isBlank() || line.startsWith("#")) {
-                    continue;
-                }
-                String[] parts = line.split(" -- ", -1);
-                String[] head = parts[0].strip().split("\\s+");
-                if (parts.length != 2 || head.length != 2 || !head[0].matches("[\\w.$]+#\\w+") || parts[1].isBlank()) {
-                    throw new IllegalStateException("owned-bundles.txt: not 'class#method NAMESPACE -- why': " + line);
-                }
-                if (entries.put(head[0], new Entry(head[0], NamespaceName.get(head[1]), parts[1].strip())) != null) {
-                    throw new IllegalStateException("owned-bundles.txt: listed twice: " + head[0]);
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        return ListedTests.read("owned-bundles.txt", OwnedBundles::parse, Entry::test);
+    }
+
+    private static Entry parse(String[] parts) {
+        String[] head = parts[0].strip().split("\\s+");
+        if (parts.length != 2 || head.length != 2 || !head[0].matches("[\\w.$]+#\\w+") || parts[1].isBlank()) {
+            throw new IllegalArgumentException("not 'class#method NAMESPACE -- why'");
         }
-        return Collections.unmodifiableMap(entries);
+        return new Entry(head[0], NamespaceName.get(head[1]), parts[1].strip());
     }
 }
