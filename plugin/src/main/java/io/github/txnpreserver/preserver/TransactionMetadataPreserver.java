@@ -150,7 +150,7 @@ public final class TransactionMetadataPreserver {
     /**
      * Completes once the restore is done; fails only if the coordinator closes first. Tests
      * read it through {@code PreserverInspection}: the store and the provider wait on
-     * {@link #restore}'s own future.
+     * {@link #startRestore}'s future.
      */
     CompletableFuture<Void> whenRestored() {
         return restored;

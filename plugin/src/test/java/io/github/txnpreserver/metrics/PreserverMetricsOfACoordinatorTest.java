@@ -1,9 +1,9 @@
 package io.github.txnpreserver.metrics;
 
-import io.github.txnpreserver.preserver.PreserverInspection;
 import static io.github.txnpreserver.testing.Futures.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.txnpreserver.preserver.PreserverInspection;
 import io.github.txnpreserver.testing.CoordinatorHarness;
 import java.util.List;
 import org.apache.pulsar.client.api.transaction.TxnID;

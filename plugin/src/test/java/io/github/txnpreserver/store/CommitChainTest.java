@@ -1,11 +1,11 @@
 package io.github.txnpreserver.store;
 
-import io.github.txnpreserver.preserver.PreserverInspection;
 import static io.github.txnpreserver.testing.Futures.await;
 import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.github.txnpreserver.preserver.PreserverInspection;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.preserver.kept.KeptOutcome;
 import io.github.txnpreserver.preserver.kept.Outcome;

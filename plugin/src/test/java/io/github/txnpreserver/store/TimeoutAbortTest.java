@@ -1,6 +1,5 @@
 package io.github.txnpreserver.store;
 
-import io.github.txnpreserver.preserver.PreserverInspection;
 import static io.github.txnpreserver.testing.Futures.await;
 import static io.github.txnpreserver.testing.Futures.failureOf;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -8,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
+import io.github.txnpreserver.preserver.PreserverInspection;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.preserver.kept.KeptOutcome;
 import io.github.txnpreserver.preserver.kept.Outcome;
@@ -68,6 +68,20 @@ class TimeoutAbortTest {
     private void awaitFinishingEntry(TxnID txn) {
         await().atMost(Duration.ofSeconds(5)).until(() ->
                 coordinator.callLog().count("log ABORTING " + CoordinatorHarness.key(txn)) == 1);
+    }
+
+    /**
+     * Returns once whatever the last call set off has run. Its steps alternate between the
+     * coordinator's thread (settled: what is due runs, and what that hands over) and the stock
+     * store's thread (a transaction opened there queues behind the step before it); an end
+     * takes at most two turns on the stock store's thread.
+     */
+    private void afterWhatItSetOff() {
+        for (int turn = 0; turn < 2; turn++) {
+            coordinator.settle();
+            coordinator.open(ALICE);
+        }
+        coordinator.settle();
     }
 
     private long timeoutAborts() {
@@ -146,6 +160,21 @@ class TimeoutAbortTest {
         }
 
         @Test
+        void theTimeoutTrackerMeetingItAgainLeavesItAsItIs() {
+            long began = coordinator.clock().millis();
+            TxnID txn = timedOut();
+
+            // The broker's tracker looks up every transaction at its timeout, ended or not.
+            coordinator.service().endTransactionForTimeout(txn);
+            afterWhatItSetOff();
+
+            assertThat(coordinator.preserver().stats().retriesAnsweredAborted.sum()).as("not taken for a retry").isZero();
+            assertThat(coordinator.callLog().count("log ABORTING " + CoordinatorHarness.key(txn))).isEqualTo(1);
+            assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isEqualTo(1);
+            assertThat(coordinator.kept(txn)).isEqualTo(timedOutAt(txn, began));
+        }
+
+        @Test
         void everyoneButTheBrokersEndChainSeesItAborting() {
             TxnID txn = timedOut();
 
@@ -214,6 +243,26 @@ class TimeoutAbortTest {
             assertThat(coordinator.kept(txn)).as("ended at its terminal step, once its markers landed")
                     .isEqualTo(timedOutAt(txn, coordinator.clock().millis()));
             assertThat(coordinator.markerCount("COMMIT", PARTITION, txn)).isZero();
+        }
+
+        @Test
+        void theTimeoutTrackerMeetingItAgainSendsNoMarkerAndAppendsNothing() {
+            TxnID txn = coordinator.open(ALICE);
+            coordinator.produce(txn, PARTITION);
+            coordinator.holdMarkers(PARTITION);
+            CompletableFuture<Void> timeout = coordinator.timeoutAbort(txn);
+            awaitFinishingEntry(txn);
+            int held = coordinator.heldMarkerCount();
+
+            coordinator.service().endTransactionForTimeout(txn);
+            afterWhatItSetOff();
+
+            assertThat(coordinator.heldMarkerCount()).as("no marker sent again").isEqualTo(held);
+            assertThat(coordinator.callLog().count("log ABORTING " + CoordinatorHarness.key(txn))).isEqualTo(1);
+            coordinator.releaseMarkers(PARTITION);
+            await(timeout);
+            assertThat(coordinator.markerCount("ABORT", PARTITION, txn)).isEqualTo(1);
+            assertThat(coordinator.preserver().stats().retriesAnsweredAborted.sum()).isZero();
         }
 
         @Test

@@ -1,6 +1,5 @@
 package io.github.txnpreserver.testing;
 
-import io.github.txnpreserver.preserver.PreserverInspection;
 import static org.mockito.ArgumentMatchers.anyLong;
 import static org.mockito.ArgumentMatchers.anyString;
 import static org.mockito.Mockito.mock;
@@ -8,6 +7,7 @@ import static org.mockito.Mockito.when;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
+import io.github.txnpreserver.preserver.PreserverInspection;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.store.PreservingTransactionMetadataStore;
 import io.netty.util.HashedWheelTimer;
