@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stock Pulsar 4.0.8 against the plugin, same distribution and machine, in one run.
-#   benchmarks/run.sh              full run (about 40 minutes on 2 cores)
+#   benchmarks/run.sh              full run (about 60 minutes on 2 cores)
 #   benchmarks/run.sh --quick      a short run to check the setup
 #   benchmarks/run.sh --rounds 3   more alternating rounds
 #   benchmarks/run.sh --open-loop-commits 100000
