@@ -10,11 +10,10 @@ import java.util.regex.Pattern;
  * never on a lookup: the broker's timeout tracker looks up every transaction once at its
  * timeout, and a stack walk each time cost it about 5 µs per transaction (docs/performance.md,
  * "Where the CPU goes"). The chain reads the status in a lambda of its method, so that lambda
- * is the reader's direct caller, on whichever thread completed the lookup.
- * Should a Pulsar line rename the method, or read the status elsewhere than in a lambda of it,
- * the answer is false: the commit is refused with the
- * broker's own message, as before this plugin knew timeout-aborts, and only the count and the
- * warning are lost.
+ * is the reader's direct caller, on whichever thread completed the lookup. Should a Pulsar
+ * line rename the method, or read the status elsewhere than in a lambda of it, the answer is
+ * false: the commit is refused with the broker's own message, as before this plugin knew
+ * timeout-aborts, and only the count and the warning are lost.
  */
 final class BrokerEndCheck {
 

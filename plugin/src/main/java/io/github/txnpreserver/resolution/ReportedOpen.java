@@ -9,8 +9,9 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
 
 /**
  * A live transaction aborting on its timeout, its status reported OPEN to the broker's end
- * chain so that the broker hands an end request's action to the store (see {@link OutcomeResolver}); everything else is the live
- * transaction's, its partitions included, so an abort retry still re-sends its markers.
+ * chain so that the broker hands an end request's action to the store (see
+ * {@link OutcomeResolver}); everything else is the live transaction's, its partitions
+ * included, so an abort retry still re-sends its markers.
  */
 final class ReportedOpen implements TxnMeta {
 
