@@ -17,10 +17,11 @@ import org.apache.pulsar.transaction.coordinator.proto.TxnStatus;
  * <p>A transaction the coordinator aborted on its timeout, finishing or kept, is reported OPEN
  * to the broker's end-transaction chain (its status, as the chain reads it: {@link BrokerEndCheck};
  * with its partitions while finishing, none once kept): the broker then hands the end's action
- * to the store's status step instead of checking it itself, and the store answers an abort as the retry it is and
- * refuses a commit with a message naming the timeout (docs/answers.md, "Timeout-aborts"). It is
- * the one way the broker lets a store see a commit of an aborted transaction. Every other
- * caller (the admin view, the ownership check) sees ABORTING, as for any abort.
+ * to the store's status step instead of checking it itself, and the store answers an abort
+ * as the retry it is and refuses a commit with a message naming the timeout (docs/answers.md,
+ * "Timeout-aborts"). It is the one way the broker lets a store see a commit of an aborted
+ * transaction. Every other caller (the admin view, the ownership check, the timeout tracker)
+ * sees ABORTING, as for any abort.
  */
 public final class OutcomeResolver {
 
