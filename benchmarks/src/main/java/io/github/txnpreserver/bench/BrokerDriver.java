@@ -204,6 +204,18 @@ final class BrokerDriver {
      */
     static OpenLoop openLoop(String serviceUrl, long brokerPid, String topic, int clients, double txnPerSecond,
                              Duration warmup, Duration measured) throws Exception {
+        return openLoop(serviceUrl, brokerPid, topic, clients, txnPerSecond, warmup, measured, (start, micros) -> {
+        });
+    }
+
+    /** Each measured transaction that committed: its intended start (wall-clock millis) and its latency (micros). */
+    interface Committed {
+        void committed(long intendedWallMillis, long micros);
+    }
+
+    /** As above, also telling {@code each} of every measured transaction that committed (from the client's threads). */
+    static OpenLoop openLoop(String serviceUrl, long brokerPid, String topic, int clients, double txnPerSecond,
+                             Duration warmup, Duration measured, Committed each) throws Exception {
         List<PulsarClient> pulsarClients = new ArrayList<>();
         List<Producer<byte[]>> producers = new ArrayList<>();
         try {
@@ -214,6 +226,7 @@ final class BrokerDriver {
                         .sendTimeout(0, TimeUnit.SECONDS).create());
             }
             long base = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100);
+            long wallBase = System.currentTimeMillis() + 100;
             OpenLoopSchedule schedule = new OpenLoopSchedule(base, txnPerSecond);
             long first = schedule.firstIndexAtOrAfter(base + warmup.toNanos());
             long end = schedule.firstIndexAtOrAfter(base + warmup.toNanos() + measured.toNanos());
@@ -255,6 +268,7 @@ final class BrokerDriver {
                         long micros = (System.nanoTime() - intended) / 1000;
                         recorder.recordValue(Math.min(Math.max(micros, 0), OPEN_LOOP_HIGHEST_MICROS));
                         committed.incrementAndGet();
+                        each.committed(wallBase + (intended - base) / 1_000_000, micros);
                     } else {
                         failed.incrementAndGet();
                     }

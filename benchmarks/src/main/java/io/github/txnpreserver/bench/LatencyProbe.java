@@ -5,6 +5,7 @@ import io.github.txnpreserver.it.PulsarDistribution;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -24,8 +25,12 @@ import org.apache.pulsar.client.api.transaction.Transaction;
  * the plugin's side a reader follows coordinator 0's state topic meanwhile, so each group
  * flush's send time (the message's publish time) and arrival at the reader are known.
  * Printed: each side's p50, p99 and p99.9, and for the plugin's side how often a commit in
- * its slowest 1 % overlaps a window after a flush against how often any commit does. Usage:
- * {@code benchmarks/run.sh --latency-probe [commits per side, default 20000]}.
+ * its slowest 1 % overlaps a window after a flush against how often any commit does. With a
+ * share (percent of stock's rate at the end of its 32-client warm-up), each side's turns are
+ * open-loop runs at that fixed rate instead (as the benchmark's open-loop figures: latency of
+ * the whole transaction from its intended start). Usage:
+ * {@code benchmarks/run.sh --latency-probe [commits per side, default 20000] [warm-up seconds,
+ * default 150] [open-loop share in percent, default none]}.
  */
 public final class LatencyProbe {
 
@@ -40,12 +45,20 @@ public final class LatencyProbe {
         System.setProperty(PulsarDistribution.FULL_JIT, "true");
         int commits = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
         int warmupSeconds = args.length > 1 ? Integer.parseInt(args[1]) : 150;
+        int share = args.length > 2 ? Integer.parseInt(args[2]) : 0;
         try (LocalPulsar stock = LocalPulsar.startStock("latency-stock", Map.of("transactionCoordinatorEnabled",
                 "true"));
              LocalPulsar plugin = LocalPulsar.start("latency-plugin", Map.of("transactionMetaPersistCount", "100"))) {
+            double stockRate = 0;
             for (LocalPulsar broker : List.of(stock, plugin)) {
-                BrokerDriver.throughput(broker.serviceUrl(), broker.pid(), "persistent://public/default/warm-up", 32,
-                        Duration.ZERO, Duration.ofSeconds(warmupSeconds));
+                BrokerDriver.Throughput warm = BrokerDriver.throughput(broker.serviceUrl(), broker.pid(),
+                        "persistent://public/default/warm-up", 32, Duration.ZERO, Duration.ofSeconds(warmupSeconds));
+                stockRate = broker == stock ? warm.txnPerSecond() : stockRate;
+            }
+            double rate = stockRate * share / 100;
+            if (share > 0) {
+                say("open loop at %d %% of stock's warm-up rate (%.0f txn/s): %.0f txn/s over 32 connections",
+                        share, stockRate, rate);
             }
             Thread.sleep(30_000);
             List<long[]> stockCommits = new ArrayList<>();
@@ -62,8 +75,13 @@ public final class LatencyProbe {
                     for (int turn = 0; turn < 2; turn++) {
                         boolean isStock = stockFirst == (turn == 0);
                         LocalPulsar broker = isStock ? stock : plugin;
-                        run(broker.serviceUrl(), "persistent://public/default/latency-" + (isStock ? "stock" : "plugin"),
-                                commits / SLICES / 10, commits / SLICES, isStock ? stockCommits : pluginCommits);
+                        String topic = "persistent://public/default/latency-" + (isStock ? "stock" : "plugin");
+                        List<long[]> into = isStock ? stockCommits : pluginCommits;
+                        if (share > 0) {
+                            runOpenLoop(broker, topic, rate, commits / SLICES, into);
+                        } else {
+                            run(broker.serviceUrl(), topic, commits / SLICES / 10, commits / SLICES, into);
+                        }
                     }
                 }
                 Thread.sleep(3000);
@@ -93,6 +111,18 @@ public final class LatencyProbe {
                     into.add(new long[] {startWall, startWall + (micros + 999) / 1000, micros});
                 }
             }
+        }
+    }
+
+    /** {@code measured} transactions at a fixed rate after 2 s of the same: {intended start, end, micros}. */
+    private static void runOpenLoop(LocalPulsar broker, String topic, double rate, int measured, List<long[]> into)
+            throws Exception {
+        List<long[]> run = Collections.synchronizedList(new ArrayList<>());
+        BrokerDriver.openLoop(broker.serviceUrl(), broker.pid(), topic, 32, rate, Duration.ofSeconds(2),
+                Duration.ofMillis((long) (measured * 1000 / rate)),
+                (start, micros) -> run.add(new long[] {start, start + (micros + 999) / 1000, micros}));
+        synchronized (run) {
+            into.addAll(run);
         }
     }
 
@@ -159,6 +189,24 @@ public final class LatencyProbe {
         }
         say("  start after last send (100 ms buckets, last >= 1.1 s): all %s", Arrays.toString(allPhase));
         say("                                                        slow %s", Arrays.toString(slowPhase));
+        // End of each commit after the last send before it, in 5 ms buckets up to 200 ms: a
+        // stall after a send shows as slow commits ending in the buckets after it.
+        int[] allEnd = new int[41];
+        int[] slowEnd = new int[41];
+        for (long[] c : commits) {
+            int index = Arrays.binarySearch(sends, c[1]);
+            int last = index >= 0 ? index : -index - 2;
+            if (last < 0) {
+                continue;
+            }
+            int bucket = (int) Math.min(40, (c[1] - sends[last]) / 5);
+            allEnd[bucket]++;
+            if (c[2] > p99) {
+                slowEnd[bucket]++;
+            }
+        }
+        say("  end after last send (5 ms buckets, last >= 200 ms): all  %s", Arrays.toString(allEnd));
+        say("                                                     slow %s", Arrays.toString(slowEnd));
         say("  arrivals span %d ms", arrivals.length == 0 ? 0 : arrivals[arrivals.length - 1] - arrivals[0]);
     }
 

@@ -106,6 +106,55 @@ class LogReleaseTest {
     }
 
     /**
+     * A second's ends leave in deletes of at most {@link RecordGatedTransactionLog#RELEASE_CHUNK}
+     * entries, each queued behind what was queued meanwhile: a decision that comes while a
+     * large release runs waits for one chunk, not for the whole release.
+     */
+    @Test
+    void aLargeReleaseGoesInChunksWithTheTasksQueuedMeanwhileBetweenThem() {
+        int ends = RecordGatedTransactionLog.RELEASE_CHUNK + RecordGatedTransactionLog.RELEASE_CHUNK / 2 + 3;
+        for (long sequence = 1; sequence <= ends; sequence++) {
+            end(sequence);
+        }
+        transactionLog.duringNextDelete(() -> preserver.execute(() -> calls.record("queued during the first delete")));
+
+        scheduler.advance(GROUP);
+
+        // Two entries per end: a chunk holds the entries of RELEASE_CHUNK / 2 ends.
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        assertThat(transactionLog.deletes()).extracting(Set::size)
+                .containsExactly(perChunk, perChunk, perChunk, ends - 3 * perChunk);
+        Set<String> released = new java.util.HashSet<>();
+        transactionLog.deletes().forEach(released::addAll);
+        assertThat(released).as("every end's entries, once").hasSize(ends);
+        List<String> order = calls.calls();
+        int queued = order.indexOf("queued during the first delete");
+        Set<String> first = transactionLog.deletes().get(0);
+        Set<String> second = transactionLog.deletes().get(1);
+        assertThat(order.subList(0, queued)).as("the first chunk, before")
+                .containsAll(first.stream().map(key -> "log released " + key).toList());
+        assertThat(order.subList(queued, order.size())).as("the second chunk, after")
+                .containsAll(second.stream().map(key -> "log released " + key).toList());
+    }
+
+    /** A failed chunk leaves its entries only: the chunks after it are still released. */
+    @Test
+    void aFailedChunkLeavesItsEntriesAndTheNextChunksAreReleased() {
+        int ends = RecordGatedTransactionLog.RELEASE_CHUNK;
+        for (long sequence = 1; sequence <= ends; sequence++) {
+            end(sequence);
+        }
+        transactionLog.failNextDeletes(1);
+
+        scheduler.advance(GROUP);
+
+        assertThat(calls.calls()).containsOnlyOnce("log release failed");
+        assertThat(transactionLog.deletes()).hasSize(1);
+        assertThat(transactionLog.deletes().get(0)).hasSize(ends / 2)
+                .as("the second half of the ends").contains(TC + ":" + ends).doesNotContain(TC + ":1");
+    }
+
+    /**
      * The coordinator closes here (its broker loses it) while the landing of a record is
      * handled: the release that landing allowed is queued behind the close and never runs, so
      * the log keeps the entries and the next owner replays them (their outcomes are durable

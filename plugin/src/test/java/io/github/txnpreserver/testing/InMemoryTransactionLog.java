@@ -40,6 +40,7 @@ public final class InMemoryTransactionLog {
     private int failuresLeft;
     private final List<java.util.Set<String>> deletes = new ArrayList<>();
     private int deleteFailuresLeft;
+    private Runnable duringNextDelete;
 
     public InMemoryTransactionLog(CallLog callLog) {
         this.callLog = callLog;
@@ -50,6 +51,14 @@ public final class InMemoryTransactionLog {
         MLTransactionLogImpl mock = mock(MLTransactionLogImpl.class);
         when(mock.append(any())).thenAnswer(call -> append(call.getArgument(0)));
         when(mock.deletePosition(anyList())).thenAnswer(call -> {
+            Runnable during;
+            synchronized (this) {
+                during = duringNextDelete;
+                duringNextDelete = null;
+            }
+            if (during != null) {
+                during.run();
+            }
             synchronized (this) {
                 if (deleteFailuresLeft > 0) {
                     deleteFailuresLeft--;
@@ -114,6 +123,11 @@ public final class InMemoryTransactionLog {
     /** The next {@code count} calls of the cursor's delete fail, releasing nothing (recorded as {@code log release failed}). */
     public synchronized void failNextDeletes(int count) {
         deleteFailuresLeft = count;
+    }
+
+    /** Runs {@code action} inside the next call of the cursor's delete, before that delete is done. */
+    public synchronized void duringNextDelete(Runnable action) {
+        duringNextDelete = action;
     }
 
     /** Each call of the cursor's delete, in order: the transactions whose entries it released. */
