@@ -532,6 +532,57 @@ class ColdTierTest {
             topic.releaseColdReads();
         }
 
+        /**
+         * A lookup made once the record moved reads it at its new position, even while a read
+         * at the old one is still in flight. Joined to that read, it would get its "moved"
+         * answer back while holding the position the cold tier points to now, take the record
+         * for missing, answer a committed transaction "not found", and drop the block's
+         * outcomes from the cold tier.
+         */
+        @Test
+        void aLookupAtTheRecordsNewPositionDoesNotJoinAReadStillInFlightAtItsOldOne() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> early = lookUpAsync(2);
+            await(terminatedAndWrittenTo());
+            CompletableFuture<KeptOutcome> late = lookUpAsync(1);
+
+            topic.releaseColdReads();
+
+            assertThat(await(late)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(await(early)).isEqualTo(kept(2, Outcome.ABORTED, "bob", NOW));
+            assertThat(figures().coldLost()).isZero();
+            assertThat(preserver.stats().malformedRecords.sum()).isZero();
+        }
+
+        /**
+         * An end brought its cold block back into memory, and the read of the block's cold part
+         * was in flight at the record's old position when the record was carried over: that
+         * read finds nothing there because the record moved, not because it is missing, so the
+         * part is read again where the record is now and the block is written whole. Taken for
+         * missing, the block would be written without its cold outcomes (lost from the topic);
+         * not read again, the block's ends would wait for ever.
+         */
+        @Test
+        void anEndWhoseColdPartWasReadAtTheOldPositionReadsItAgainWhereTheRecordIsNow() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<Void> late = Ends.preserve(preserver, txn(3), Outcome.ABORTED, "carol");
+            scheduler.advance(GROUP.multipliedBy(4));
+            await(terminatedAndWrittenTo());
+            assertThat(late).as("its block waits for its cold part").isNotDone();
+
+            topic.releaseColdReads();
+            await(late);
+
+            assertThat(topic.newestOutcomeOf(txn(1))).as("the block written whole").isEqualTo(Outcome.COMMITTED);
+            assertThat(topic.newestOutcomeOf(txn(2))).isEqualTo(Outcome.ABORTED);
+            assertThat(topic.newestOutcomeOf(txn(3))).isEqualTo(Outcome.ABORTED);
+            assertThat(lookUp(1)).isEqualTo(new KeptOutcome(txn(1), Outcome.COMMITTED, "alice", NOW));
+            assertThat(figures().coldLost()).isZero();
+            assertThat(preserver.stats().malformedRecords.sum()).isZero();
+        }
+
         @Test
         void anEndInAColdBlockWhoseRecordIsCarriedMeanwhileReadsItsColdPartWhereItIsNow() {
             blockZeroCold();
