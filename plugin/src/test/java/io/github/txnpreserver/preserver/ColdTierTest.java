@@ -329,6 +329,31 @@ class ColdTierTest {
             assertThat(lookUp(300)).as("a second newer").isEqualTo(kept(300, Outcome.COMMITTED, "alice", NOW + 1000));
         }
 
+        /**
+         * The memory bound asks again before the coordinator's thread has acted on its first
+         * request (every change of any coordinator of the broker reclaims): the requests make
+         * one step, the oldest block cold, not one block each, which would send more cold than
+         * the bound needs and, once nothing more can go cold, drop outcomes.
+         */
+        @Test
+        void requestsOfTheMemoryBoundMadeBeforeTheThreadActsMakeOneStep() {
+            end(1, Outcome.COMMITTED, "alice");
+            end(2, Outcome.ABORTED, "bob");
+            clock.advance(Duration.ofSeconds(1));
+            end(300, Outcome.COMMITTED, "alice");
+            end(301, Outcome.COMMITTED, "bob");
+            clock.advance(Duration.ofSeconds(1));
+            end(600, Outcome.COMMITTED, "alice");
+
+            preserver.evictOldestForMemory();
+            preserver.evictOldestForMemory();
+            scheduler.runReady();
+
+            assertThat(figures().cold()).as("block 0 only").isEqualTo(2);
+            assertThat(lookUp(300)).isEqualTo(kept(300, Outcome.COMMITTED, "alice", NOW + 1000));
+            assertThat(preserver.stats().coldLookups.sum()).as("block 1 is still in memory").isZero();
+        }
+
         @Test
         void anOutcomeOfAColdBlockPastItsTimeIsNotAnsweredWhileItsNeighboursAre() {
             end(1, Outcome.COMMITTED, "alice");

@@ -492,6 +492,26 @@ class TransactionMetadataPreserverTest {
             stepUntil(() -> topic.liveKeys().equals(List.of("c1")));
             assertThat(callLog.calls()).contains("state-delete c0");
         }
+
+        /**
+         * Started, the preserver expires by itself at every check: the expired outcomes leave
+         * memory, their block is deleted from the topic, and the memory bound sees the bytes
+         * given back, with no end or lookup to set it off (an idle coordinator).
+         */
+        @Test
+        void onceStartedDeletesExpiredBlocksAndGivesTheirMemoryBackByItself() {
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
+            long keptBytes = preserver.keptBytes();
+            preserver.start();
+            clock.advance(TTL.plusHours(1));
+
+            scheduler.advance(preserver.config().expireCheckInterval());
+
+            stepUntil(() -> topic.liveKeys().isEmpty());
+            assertThat(callLog.calls()).contains("state-delete c0");
+            assertThat(preserver.keptBytes()).isLessThan(keptBytes);
+            assertThat(find(preserver, txn(1))).isNull();
+        }
     }
 
     @Nested
@@ -581,6 +601,95 @@ class TransactionMetadataPreserverTest {
             assertThat(busy.stats().coldLookups.sum()).as("the busy one's outcomes stay in memory").isZero();
             assertThat(find(quiet, txn(0))).isEqualTo(new KeptOutcome(txn(0), Outcome.COMMITTED, "alice", NOW));
             assertThat(quiet.stats().coldLookups.sum()).as("the quiet one's oldest went cold").isPositive();
+        }
+
+        /** A preserver of {@code coordinator} over its own state topic, sharing {@code budget}, restored. */
+        private TransactionMetadataPreserver onItsOwnTopic(long coordinator, InMemoryStateTopic stateTopic,
+                                                           OutcomeMemoryBudget budget) {
+            return restored(new TransactionMetadataPreserver(coordinator, config(1, 100), stateTopic, scheduler,
+                    budget, Duration.ZERO));
+        }
+
+        /**
+         * Whichever coordinator registered with the bound first, the oldest outcomes go cold:
+         * the bound picks by end time, not by its list of coordinators.
+         */
+        @Test
+        void sendsTheOldestOutcomesColdWhicheverCoordinatorRegisteredFirst() {
+            long limit = ColdBlocks.PAGE_BYTES + 22 * bytesPerBlock();
+            OutcomeMemoryBudget budget = new OutcomeMemoryBudget(limit);
+            TransactionMetadataPreserver busy = restored(newPreserver(TC + 1, 1, 100, budget));
+            TransactionMetadataPreserver quiet = restored(newPreserver(TC, 1, 100, budget));
+            for (int i = 0; i < 20; i++) {
+                await(Ends.preserve(quiet, txn(256L * i), Outcome.COMMITTED, "alice"));
+            }
+            clock.advance(Duration.ofMinutes(1));
+
+            for (int i = 0; i < 20; i++) {
+                await(Ends.preserve(busy, new TxnID(TC + 1, 256L * i), Outcome.COMMITTED, "bob"));
+            }
+
+            assertThat(budget.usedBytes()).isLessThanOrEqualTo(limit);
+            assertThat(find(busy, new TxnID(TC + 1, 0))).isEqualTo(new KeptOutcome(new TxnID(TC + 1, 0),
+                    Outcome.COMMITTED, "bob", NOW + Duration.ofMinutes(1).toMillis()));
+            assertThat(busy.stats().coldLookups.sum()).as("the busy one's newer outcomes stay in memory").isZero();
+            assertThat(await(PreserverInspection.currentFigures(busy)).cold()).isZero();
+            assertThat(await(PreserverInspection.currentFigures(quiet)).cold())
+                    .as("the quiet one's older outcomes went cold").isPositive();
+        }
+
+        /**
+         * An outcome that can go cold loses nothing, so the bound sends a newer one cold rather
+         * than drop an older one: here the older outcomes' coordinator has nothing durable (its
+         * topic does not answer), so acting on it would drop them.
+         */
+        @Test
+        void sendsANewerOutcomeColdRatherThanDropAnOlderOneThatCannotGoCold() {
+            long limit = ColdBlocks.PAGE_BYTES + 15 * bytesPerBlock();
+            OutcomeMemoryBudget budget = new OutcomeMemoryBudget(limit);
+            InMemoryStateTopic unanswering = new InMemoryStateTopic(new CallLog());
+            TransactionMetadataPreserver older = onItsOwnTopic(TC, unanswering, budget);
+            TransactionMetadataPreserver newer = onItsOwnTopic(TC + 1, new InMemoryStateTopic(new CallLog()), budget);
+            unanswering.holdWrites();
+            for (int i = 0; i < 5; i++) {
+                older.decide(txn(256L * i), Outcome.COMMITTED, "alice");
+                older.ended(txn(256L * i));
+            }
+            settle(older);
+            clock.advance(Duration.ofMinutes(1));
+
+            for (int i = 0; i < 40; i++) {
+                await(Ends.preserve(newer, new TxnID(TC + 1, 256L * i), Outcome.COMMITTED, "bob"));
+            }
+
+            assertThat(budget.usedBytes()).isLessThanOrEqualTo(limit);
+            assertThat(await(PreserverInspection.currentFigures(older)).memoryEvictions()).as("nothing dropped")
+                    .isZero();
+            assertThat(await(PreserverInspection.currentFigures(newer)).memoryEvictions()).isZero();
+            assertThat(await(PreserverInspection.currentFigures(newer)).cold()).isPositive();
+            assertThat(find(older, txn(0))).isEqualTo(new KeptOutcome(txn(0), Outcome.COMMITTED, "alice", NOW));
+            assertThat(find(newer, new TxnID(TC + 1, 0))).isEqualTo(new KeptOutcome(new TxnID(TC + 1, 0),
+                    Outcome.COMMITTED, "bob", NOW + Duration.ofMinutes(1).toMillis()));
+        }
+
+        /**
+         * A coordinator that closed holds nothing of the bound: left in it, its last bytes
+         * would count against the others for ever, and the bound could keep asking it, closed,
+         * to drop what it no longer holds.
+         */
+        @Test
+        void aCoordinatorThatClosedNoLongerCountsAgainstIt() {
+            OutcomeMemoryBudget budget = new OutcomeMemoryBudget(1L << 30);
+            TransactionMetadataPreserver closing = restored(newPreserver(TC, 1, 100, budget));
+            TransactionMetadataPreserver staying = restored(newPreserver(TC + 1, 1, 100, budget));
+            await(Ends.preserve(closing, txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(staying, new TxnID(TC + 1, 1), Outcome.COMMITTED, "bob"));
+            assertThat(budget.usedBytes()).isGreaterThan(staying.keptBytes());
+
+            await(closing.closeAsync());
+
+            assertThat(staying.keptBytes()).isPositive();
+            assertThat(budget.usedBytes()).isEqualTo(staying.keptBytes());
         }
     }
 
@@ -923,6 +1032,23 @@ class TransactionMetadataPreserverTest {
             stepUntil(() -> topic.liveKeys().size() == 2);
 
             assertThat(topic.liveTransactions()).containsExactly(TC + ":1", TC + ":300");
+        }
+
+        /**
+         * The close fails the writer's replacement in flight, so that the topic, answering
+         * later, neither installs nor fences a writer for a coordinator that closed.
+         */
+        @Test
+        void aReplacementInFlightWhenTheCoordinatorClosesIsFailed() {
+            topic.holdReopens();
+            topic.loseWriter();
+            preserver.decide(txn(1), Outcome.COMMITTED, "alice");
+            stepUntil(() -> topic.heldReopens().size() == 1);
+            assertThat(topic.heldReopens().get(0)).isNotDone();
+
+            await(preserver.closeAsync());
+
+            assertThat(topic.heldReopens().get(0)).isCompletedExceptionally();
         }
 
         @Test
