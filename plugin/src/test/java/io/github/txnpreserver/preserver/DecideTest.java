@@ -10,6 +10,7 @@ import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
 import io.github.txnpreserver.testing.CallLog;
 import io.github.txnpreserver.testing.InMemoryStateTopic;
 import io.github.txnpreserver.testing.ManualScheduler;
+import io.github.txnpreserver.time.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -64,6 +65,54 @@ class DecideTest {
         assertThat(lookup).isNotDone();
         scheduler.runReady();
         assertThat(lookup.join()).isEqualTo(new KeptOutcome(txn(3), Outcome.COMMITTED, "alice", NOW));
+    }
+
+    /** Ends {@code sequence} and looks it up once, so that its next lookups are answered from RecentAnswers. */
+    private KeptOutcome endedAndLookedUp(long sequence, Outcome outcome) {
+        preserver.decide(txn(sequence), outcome, "alice");
+        preserver.ended(txn(sequence));
+        scheduler.runReady();
+        CompletableFuture<KeptOutcome> lookup = preserver.lookUp(txn(sequence));
+        scheduler.advance(Scheduler.DEFER_BOUND);
+        KeptOutcome found = lookup.join();
+        assertThat(preserver.lookUp(txn(sequence))).as("remembered").isCompletedWithValue(found);
+        return found;
+    }
+
+    /**
+     * A kept outcome can change (a stale record of a transaction that was still open is
+     * replaced): a lookup made after the decide, before its task runs, is not answered from
+     * what a lookup found before it, but queued behind the decision, which it then sees.
+     */
+    @Test
+    void aLookupMadeAfterItIsNotAnsweredWithTheOutcomeRememberedFromBefore() {
+        endedAndLookedUp(3, Outcome.COMMITTED);
+
+        preserver.decide(txn(3), Outcome.ABORTED, "alice");
+        CompletableFuture<KeptOutcome> after = preserver.lookUp(txn(3));
+
+        assertThat(after).as("not from RecentAnswers").isNotDone();
+        scheduler.advance(Scheduler.DEFER_BOUND);
+        // Decided 10 ms after NOW: end times are kept in whole seconds, rounded up.
+        assertThat(after.join()).isEqualTo(new KeptOutcome(txn(3), Outcome.ABORTED, "alice", NOW + 1000));
+    }
+
+    /**
+     * The log's replay meets a terminal entry whose outcome differs from the one kept (and
+     * already answered): once replayed, lookups are answered with the log's outcome and end
+     * time, not with what RecentAnswers remembered from before.
+     */
+    @Test
+    void anOutcomeReplayedFromTheLogIsNotAnsweredWithTheOneRememberedFromBefore() {
+        endedAndLookedUp(3, Outcome.COMMITTED);
+
+        preserver.keepFromLog(txn(3), Outcome.ABORTED, "bob", NOW - 60_000);
+        scheduler.runReady();
+
+        CompletableFuture<KeptOutcome> after = preserver.lookUp(txn(3));
+        assertThat(after).as("not from RecentAnswers").isNotDone();
+        scheduler.advance(Scheduler.DEFER_BOUND);
+        assertThat(after.join()).isEqualTo(new KeptOutcome(txn(3), Outcome.ABORTED, "bob", NOW - 60_000));
     }
 
     @Test
