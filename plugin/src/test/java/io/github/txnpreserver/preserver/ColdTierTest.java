@@ -281,6 +281,40 @@ class ColdTierTest {
                     kept(256L * (coldBlocks - 1), Outcome.COMMITTED, "alice", NOW));
         }
 
+        /**
+         * A burst of lookups of more cold blocks than are read at once: the reads beyond
+         * {@link ColdReads#MAX_READING} wait in a queue, and each read that ends starts the next,
+         * so every lookup is answered, none left waiting for another lookup to come along (or
+         * answered "unavailable" at its bound).
+         */
+        @Test
+        void aBurstOfColdLookupsBeyondTheReadsMadeAtOnceIsAnsweredWhole() {
+            int coldBlocks = ColdReads.MAX_READING + 1;
+            for (int block = 0; block < coldBlocks; block++) {
+                end(256L * block, Outcome.COMMITTED, "alice");
+            }
+            clock.advance(Duration.ofSeconds(1));
+            end(256L * 20, Outcome.COMMITTED, "alice");
+            for (int block = 0; block < coldBlocks; block++) {
+                boundStep();
+            }
+            assertThat(figures().cold()).isEqualTo(coldBlocks);
+            topic.holdColdReads();
+            List<CompletableFuture<KeptOutcome>> burst = new ArrayList<>();
+            for (int block = 0; block < coldBlocks; block++) {
+                burst.add(lookUpAsync(256L * block));
+            }
+
+            topic.releaseColdReads();
+            scheduler.runReady();
+            scheduler.advance(Duration.ofMillis(100));
+
+            for (int block = 0; block < coldBlocks; block++) {
+                assertThat(burst.get(block)).as("block %d", block)
+                        .isCompletedWithValue(kept(256L * block, Outcome.COMMITTED, "alice", NOW));
+            }
+        }
+
         @Test
         void aLookupWaitingForAColdReadWhenTheCoordinatorClosesIsAnsweredUnavailable() {
             blockZeroCold();
@@ -644,6 +678,39 @@ class ColdTierTest {
             assertThat(lookUp(300)).as("restored blocks go cold too")
                     .isEqualTo(kept(300, Outcome.COMMITTED, "alice", NOW + 1000));
             assertThat(lookUp(2)).isEqualTo(kept(2, Outcome.ABORTED, "bob", NOW));
+        }
+
+        /**
+         * A lookup that waited for the restore is answered once it is done, even from a cold
+         * record whose read is still in flight when the restore's wait would have run out: its
+         * wait for the restore ends with the restore, and only the read's own bound applies.
+         */
+        @Test
+        void aLookupThatWaitedForTheRestoreIsAnsweredFromAColdRecordReadPastTheRestoresWait() {
+            for (int block = 0; block < 40; block++) {
+                clock.advance(Duration.ofSeconds(1));
+                end(256L * block, Outcome.COMMITTED, "alice");
+            }
+            preserver.closeAsync();
+            scheduler.runReady();
+            preserver = new TransactionMetadataPreserver(TC, CONFIG, topic, scheduler,
+                    new OutcomeMemoryBudget(ColdBlocks.PAGE_BYTES + 10 * 900), GROUP);
+            topic.holdReads();
+            CompletableFuture<Void> restored = preserver.startRestore(() -> 1L << 20);
+            CompletableFuture<KeptOutcome> parked = lookUpAsync(0);
+            scheduler.advance(TransactionMetadataPreserver.RESTORE_WAIT.minusSeconds(1));
+            assertThat(parked).as("waits for the restore").isNotDone();
+
+            topic.holdColdReads();
+            topic.releaseReads();
+            scheduler.runReady();
+            assertThat(restored).isCompleted();
+            scheduler.advance(Duration.ofSeconds(2));
+            assertThat(parked).as("its block went cold at the restore: read from its record").isNotDone();
+            topic.releaseColdReads();
+            scheduler.runReady();
+
+            assertThat(parked).isCompletedWithValue(kept(0, Outcome.COMMITTED, "alice", NOW + 1000));
         }
 
         @Test
