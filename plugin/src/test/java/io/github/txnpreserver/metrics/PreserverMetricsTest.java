@@ -305,6 +305,40 @@ class PreserverMetricsTest {
         }
     }
 
+    /**
+     * A coordinator opened long after the broker started (an ownership move): its restore's
+     * time so far and its duration count from its own start, not from the scheduler's.
+     */
+    @Test
+    void aRestoreThatStartsLateIsTimedFromItsOwnStart() {
+        ManualScheduler scheduler = new ManualScheduler(START_MILLIS);
+        InMemoryStateTopic topic = durableAtOnce();
+        TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(3,
+                new PreserverConfig(2, 100, Duration.ofHours(1), Duration.ofSeconds(60), Duration.ofSeconds(60)),
+                topic, scheduler, new OutcomeMemoryBudget(1 << 20), Duration.ZERO);
+        PreserverMetrics metrics = new PreserverMetrics(labels("test-cluster"), List.of(preserver));
+        try {
+            scheduler.advance(Duration.ofMinutes(5));
+            topic.holdReads();
+
+            CompletableFuture<Void> restored = preserver.startRestore(() -> Long.MAX_VALUE);
+            scheduler.runReady();
+            scheduler.advance(Duration.ofSeconds(7));
+
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_duration_seconds")).as("so far")
+                    .isEqualTo(7.0);
+            topic.releaseReads();
+            scheduler.runReady();
+            done(restored);
+            scheduler.advance(FIGURES_INTERVAL);
+            assertThat(value(metrics, "3", "pulsar_txn_preserver_restore_duration_seconds")).as("its duration")
+                    .isEqualTo(7.0);
+        } finally {
+            preserver.closeAsync();
+            scheduler.runReady();
+        }
+    }
+
     @Test
     void endsWaitingForTheStateTopicAgainstTheCountPastWhichTheyAreRefused() {
         ManualScheduler scheduler = new ManualScheduler(START_MILLIS);

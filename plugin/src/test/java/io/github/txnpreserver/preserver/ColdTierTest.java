@@ -153,6 +153,30 @@ class ColdTierTest {
         }
 
         /**
+         * What the broker shows of the cold tier: the records read (and how long each took),
+         * and the lookups answered from a record read shortly before, without reading it.
+         */
+        @Test
+        void countsItsColdReadsTheirLatencyAndTheLookupsAnsweredFromARecordItRemembers() {
+            blockZeroCold();
+            topic.holdColdReads();
+            CompletableFuture<KeptOutcome> read = preserver.lookUp(txn(1));
+            scheduler.runReady();
+            scheduler.advance(Duration.ofMillis(30));
+            topic.releaseColdReads();
+            scheduler.runReady();
+            assertThat(read).isCompletedWithValue(kept(1, Outcome.COMMITTED, "alice", NOW));
+
+            assertThat(lookUp(2)).isEqualTo(kept(2, Outcome.ABORTED, "bob", NOW));
+            assertThat(lookUp(3)).isNull();
+
+            assertThat(preserver.stats().coldReads.sum()).isEqualTo(1);
+            assertThat(preserver.stats().coldReadsCached.sum()).as("lookups of 2 and 3").isEqualTo(2);
+            assertThat(preserver.stats().coldReadLatency.count()).isEqualTo(1);
+            assertThat(preserver.stats().coldReadLatency.sumSeconds()).isEqualTo(0.03);
+        }
+
+        /**
          * A retried end asks about its transaction three times: only the first waits for the
          * coordinator's thread (and the read); the others are answered at once, for a while.
          */
@@ -447,6 +471,32 @@ class ColdTierTest {
             topic.releaseHeldWrites();
             await(late);
             assertThat(preserver.endsWaiting()).isZero();
+        }
+
+        /**
+         * An end waiting for its cold part when the topic is found created again: the cold
+         * part is lost with the old topic, so the end waits no more for it, but for the block's
+         * write into the new topic, and counts against the bound on new ends until it lands.
+         */
+        @Test
+        void anEndThatWaitedForItsColdPartCountsAgainstTheBoundOnNewEndsOnceTheTopicIsCreatedAgain() {
+            blockZeroCold();
+            topic.holdColdReads();
+            topic.holdWrites();
+            CompletableFuture<Void> late = Ends.preserve(preserver, txn(3), Outcome.ABORTED, "carol");
+            scheduler.advance(GROUP.multipliedBy(4));
+            assertThat(preserver.endsWaiting()).as("held for its cold part").isZero();
+            topic.deleteTopicAndComeBackEmpty();
+
+            preserver.checkTopicCreatedAgain();
+            scheduler.advance(GROUP.multipliedBy(4));
+
+            assertThat(late).isNotDone();
+            assertThat(preserver.endsWaiting()).as("it waits for the new topic now").isEqualTo(1);
+            topic.releaseHeldWrites();
+            await(late);
+            assertThat(preserver.endsWaiting()).isZero();
+            topic.releaseColdReads();
         }
 
         @Test

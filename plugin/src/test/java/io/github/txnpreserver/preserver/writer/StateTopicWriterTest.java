@@ -60,6 +60,7 @@ class StateTopicWriterTest {
     private final OutcomeIndex index = new OutcomeIndex(2, 100, Duration.ofHours(1).toMillis(), queue::changed);
     private final InMemoryStateTopic topic = new InMemoryStateTopic(new CallLog());
     private final PreserverStats stats = new PreserverStats();
+    private final CompactionPacing pacing = new CompactionPacing();
     private boolean restoring;
     private int releasesAsked;
     private final StateTopicWriter writer = newWriter();
@@ -67,7 +68,7 @@ class StateTopicWriterTest {
     private StateTopicWriter newWriter() {
         // The writer's handling of each answer is what is tested: the test gives them.
         topic.holdReopens();
-        StateTopicWriter made = new StateTopicWriter(TC, topic, new CoordinatorThread(TC, scheduler), index, queue, stats, new CompactionPacing(),
+        StateTopicWriter made = new StateTopicWriter(TC, topic, new CoordinatorThread(TC, scheduler), index, queue, stats, pacing,
                 GROUP, () -> restoring);
         made.releaseCoordinatorWith(() -> {
             releasesAsked++;
@@ -271,6 +272,43 @@ class StateTopicWriterTest {
         }
 
         /**
+         * The blocks whose writes failed with the lost writer go out with the first flush of
+         * the new one, not at the end of their backoff: their ends (and the log's release of
+         * their entries) waited for the replacement, not for a topic that was unavailable.
+         */
+        @Test
+        void theBlocksAFailedWriteLeftAreWrittenByTheNewWriterWithoutWaitingOutTheirBackoff() {
+            end(1);
+            topic.loseWriter();
+            scheduler.advance(GROUP);
+            assertThat(writer.state()).isEqualTo(REPLACING);
+            assertThat(queue.isDurable(0)).isFalse();
+
+            topic.writerBack();
+            topic.heldReopens().get(0).complete(false);
+            scheduler.runReady();
+            assertThat(writer.state()).isEqualTo(WRITING);
+            scheduler.advance(GROUP);
+
+            assertThat(queue.isDurable(0)).as("written %s after the failed write, within its backoff", GROUP)
+                    .isTrue();
+            assertThat(topic.requests()).containsExactly("write c0", "write c0");
+        }
+
+        /** A writer fenced by another is released, and counted with the writer's replacements, as their help says. */
+        @Test
+        void aReleaseOfAFencedWriterIsCountedWithTheReplacements() {
+            end(1);
+            topic.fenceWriter();
+
+            scheduler.advance(GROUP);
+
+            assertThat(writer.state()).isEqualTo(RELEASING);
+            assertThat(releasesAsked).isEqualTo(1);
+            assertThat(stats.writerReplacements.sum()).isEqualTo(1);
+        }
+
+        /**
          * Its give-up timer is dropped with the coordinator: the close fails the replacement
          * in flight itself, so the topic installs no writer for it and nothing waits on it.
          */
@@ -374,6 +412,43 @@ class StateTopicWriterTest {
             assertThat(writer.state()).isEqualTo(WRITING);
             scheduler.advance(GROUP);
             assertThat(topic.requests()).containsExactly("write c0", "write c0");
+        }
+    }
+
+    @Nested
+    @DisplayName("figures")
+    class Figures {
+
+        /** The write latency runs from a flush's send to its answer, whenever the flush comes. */
+        @Test
+        void theWriteLatencyIsTheTimeFromAFlushsSendToItsAnswer() {
+            scheduler.advance(Duration.ofSeconds(1));
+            topic.holdWrites();
+            end(1);
+            scheduler.advance(GROUP);
+            assertThat(topic.heldWriteCount()).isEqualTo(1);
+
+            scheduler.advance(Duration.ofMillis(30));
+            topic.releaseHeldWrites();
+            scheduler.runReady();
+
+            assertThat(queue.isDurable(0)).isTrue();
+            assertThat(stats.stateWriteLatency.count()).isEqualTo(1);
+            assertThat(stats.stateWriteLatency.sumSeconds()).isEqualTo(0.03);
+        }
+
+        /**
+         * The compaction pacing learns the size of the records it writes, so that the
+         * threshold it asks for grows with the compacted view (its estimate: the mean record
+         * size times the keys).
+         */
+        @Test
+        void theRecordsWrittenTellTheCompactionPacingTheirSize() {
+            end(1);
+            scheduler.advance(GROUP);
+
+            assertThat(queue.isDurable(0)).isTrue();
+            assertThat(pacing.estimatedViewBytes(1)).isPositive().isEqualTo(topic.newestValue("c0").length);
         }
     }
 }
