@@ -58,11 +58,13 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     private static final Logger log = LoggerFactory.getLogger(RecordGatedTransactionLog.class);
 
     /**
-     * The most entries one cursor delete releases. A landing releases a second's ends at once
-     * (about 3.5 entries each: 3 400 at 1 000 txn/s), and one delete of those took 1 to 7 ms
-     * on the coordinator's thread, where the decisions of the commits in flight waited behind
-     * it: at half load that was the p99 (docs/performance.md). A chunk of 256 takes a tenth of
-     * a millisecond and still takes the cursor's lock once per 70 ends, not once per end.
+     * The entries one cursor delete releases, at least (whole transactions are added until a
+     * delete holds this many). A landing releases a second's ends at once (about 3.5 entries
+     * each: 3 400 at 1 000 txn/s), and one delete of those took 1 to 7 ms on the coordinator's
+     * thread, where the decisions of the commits in flight waited behind it: at half load that
+     * was the p99 (docs/performance.md). A delete of 256 takes a twentieth of a millisecond
+     * (the one that persists the cursor's state, at most once a second, takes longer) and
+     * still takes the cursor's lock once per 70 ends, not once per end.
      */
     static final int RELEASE_CHUNK = 256;
 
@@ -72,11 +74,11 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     /** Terminal entries appended or replayed and not released yet: their transaction's sequence. */
     private final Map<Position, Long> terminalEntries = Collections.synchronizedMap(new IdentityHashMap<>());
     /**
-     * Entries whose outcomes are durable, gathered until the queued release runs (every
-     * action run before it, by one landing or several, joins it). Confined to the
-     * coordinator's thread.
+     * Entries whose outcomes are durable, one list per ended transaction, gathered until the
+     * queued release runs (every action run before it, by one landing or several, joins it).
+     * Confined to the coordinator's thread.
      */
-    private List<Position> gathered = new ArrayList<>();
+    private List<List<Position>> gathered = new ArrayList<>();
 
     private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl delegate,
                                       TransactionMetadataPreserver preserver, TimeoutAborts timeoutAborts) {
@@ -130,39 +132,50 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     /**
      * On the coordinator's thread: one landed record makes the outcomes of up to a group's
      * transactions durable at once, and their entries leave the log in cursor deletes of
-     * {@link #RELEASE_CHUNK} queued behind that task, not one per transaction (the cursor's
-     * lock taken and its mark-delete computed once per chunk, not a few hundred times in a
-     * burst beside the commits in flight), each behind what was queued meanwhile. A failed
-     * delete leaves its entries, as stock's leaves its transaction's: the next replay
-     * releases them.
+     * about {@link #RELEASE_CHUNK} queued behind that task, not one per transaction (the
+     * cursor's lock taken and its mark-delete computed once per chunk, not a few hundred
+     * times in a burst beside the commits in flight), each behind what was queued meanwhile.
+     * A transaction's entries are never split between two deletes: as stock's, its delete
+     * releases all of them or, failing, leaves all of them for the next replay (a first entry
+     * left without its terminal entry would replay the transaction as open).
      */
     private void gather(List<Position> positions) {
         if (gathered.isEmpty() && !preserver.execute(this::releaseGathered)) {
             // Closed: the entries stay, and the next owner replays them.
             return;
         }
-        gathered.addAll(positions);
+        gathered.add(positions);
     }
 
     private void releaseGathered() {
-        List<Position> positions = gathered;
+        List<List<Position>> ends = gathered;
         gathered = new ArrayList<>();
-        release(positions, 0);
+        release(ends, 0);
     }
 
-    private void release(List<Position> positions, int from) {
-        int to = Math.min(positions.size(), from + RELEASE_CHUNK);
-        List<Position> chunk = positions.subList(from, to);
-        delegate.deletePosition(chunk).exceptionally(error -> {
-            // As stock: the entries stay, and the next replay releases them again.
-            log.warn("Coordinator {}: could not release {} transaction log entries of ended transactions: {}",
-                    preserver.coordinatorId(), chunk.size(), error.toString());
-            return null;
-        });
-        // Closed meanwhile: the rest stay, and the next owner replays them.
-        if (to < positions.size()) {
-            preserver.execute(() -> release(positions, to));
+    private void release(List<List<Position>> ends, int from) {
+        List<Position> chunk = new ArrayList<>(RELEASE_CHUNK + 8);
+        int next = from;
+        while (next < ends.size() && chunk.size() < RELEASE_CHUNK) {
+            chunk.addAll(ends.get(next++));
         }
+        try {
+            delegate.deletePosition(chunk).exceptionally(error -> releaseFailed(chunk, error));
+        } catch (RuntimeException e) {
+            releaseFailed(chunk, e);
+        }
+        // Closed meanwhile: the rest stay, and the next owner replays them.
+        if (next < ends.size()) {
+            int rest = next;
+            preserver.execute(() -> release(ends, rest));
+        }
+    }
+
+    private Void releaseFailed(List<Position> chunk, Throwable error) {
+        // As stock: the entries stay, and the next replay releases them again.
+        log.warn("Coordinator {}: could not release {} transaction log entries of ended transactions: {}",
+                preserver.coordinatorId(), chunk.size(), error.toString());
+        return null;
     }
 
     @Override

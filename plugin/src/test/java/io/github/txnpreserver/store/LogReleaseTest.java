@@ -64,9 +64,17 @@ class LogReleaseTest {
 
     /** An end as the stock store drives it: first entry, decision, terminal entry, ended, the release asked for. */
     private void end(long sequence) {
+        end(sequence, 0);
+    }
+
+    /** As {@link #end(long)}, with {@code partitions} entries that add a partition between the first and the decision. */
+    private void end(long sequence, int partitions) {
         TxnID txn = new TxnID(TC, sequence);
         List<Position> positions = new ArrayList<>();
         positions.add(log.append(entry(sequence, TransactionMetadataOp.NEW, null)).join());
+        for (int i = 0; i < partitions; i++) {
+            positions.add(log.append(entry(sequence, TransactionMetadataOp.ADD_PARTITION, null)).join());
+        }
         preserver.decide(txn, Outcome.COMMITTED, "alice").join();
         positions.add(log.append(entry(sequence, TransactionMetadataOp.UPDATE, TxnStatus.COMMITTED)).join());
         preserver.ended(txn);
@@ -137,6 +145,27 @@ class LogReleaseTest {
                 .containsAll(second.stream().map(key -> "log released " + key).toList());
     }
 
+    /**
+     * As stock's, a transaction's entries leave in one delete: a delete that failed would
+     * otherwise leave its first entry without its terminal entry, and the next replay would
+     * bring a committed transaction back as open.
+     */
+    @Test
+    void aTransactionsEntriesAreNeverSplitBetweenTwoDeletes() {
+        // Three entries each: the 86th end's entries straddle the 256th.
+        int ends = 100;
+        for (long sequence = 1; sequence <= ends; sequence++) {
+            end(sequence, 1);
+        }
+
+        scheduler.advance(GROUP);
+
+        List<Set<String>> deletes = transactionLog.deletes();
+        assertThat(deletes).extracting(Set::size).containsExactly(86, 14);
+        assertThat(deletes.get(0)).contains(TC + ":86");
+        assertThat(deletes.get(1)).doesNotContain(TC + ":86");
+    }
+
     /** A failed chunk leaves its entries only: the chunks after it are still released. */
     @Test
     void aFailedChunkLeavesItsEntriesAndTheNextChunksAreReleased() {
@@ -152,6 +181,22 @@ class LogReleaseTest {
         assertThat(transactionLog.deletes()).hasSize(1);
         assertThat(transactionLog.deletes().get(0)).hasSize(ends / 2)
                 .as("the second half of the ends").contains(TC + ":" + ends).doesNotContain(TC + ":1");
+    }
+
+    /** A delete that throws instead of answering is a failed one: the chunks after it are still released. */
+    @Test
+    void aDeleteThatThrowsLeavesItsEntriesAndTheNextChunksAreReleased() {
+        int ends = RecordGatedTransactionLog.RELEASE_CHUNK;
+        for (long sequence = 1; sequence <= ends; sequence++) {
+            end(sequence);
+        }
+        transactionLog.throwNextDeletes(1);
+
+        scheduler.advance(GROUP);
+
+        assertThat(calls.calls()).containsOnlyOnce("log release threw");
+        assertThat(transactionLog.deletes()).hasSize(1);
+        assertThat(transactionLog.deletes().get(0)).hasSize(ends / 2).contains(TC + ":" + ends);
     }
 
     /**

@@ -40,6 +40,7 @@ public final class InMemoryTransactionLog {
     private int failuresLeft;
     private final List<java.util.Set<String>> deletes = new ArrayList<>();
     private int deleteFailuresLeft;
+    private int deleteThrowsLeft;
     private Runnable duringNextDelete;
 
     public InMemoryTransactionLog(CallLog callLog) {
@@ -60,6 +61,11 @@ public final class InMemoryTransactionLog {
                 during.run();
             }
             synchronized (this) {
+                if (deleteThrowsLeft > 0) {
+                    deleteThrowsLeft--;
+                    callLog.record("log release threw");
+                    throw new IllegalStateException("injected cursor bug");
+                }
                 if (deleteFailuresLeft > 0) {
                     deleteFailuresLeft--;
                     callLog.record("log release failed");
@@ -123,6 +129,11 @@ public final class InMemoryTransactionLog {
     /** The next {@code count} calls of the cursor's delete fail, releasing nothing (recorded as {@code log release failed}). */
     public synchronized void failNextDeletes(int count) {
         deleteFailuresLeft = count;
+    }
+
+    /** The next {@code count} calls of the cursor's delete throw instead of answering. */
+    public synchronized void throwNextDeletes(int count) {
+        deleteThrowsLeft = count;
     }
 
     /** Runs {@code action} inside the next call of the cursor's delete, before that delete is done. */
