@@ -691,6 +691,25 @@ class TransactionMetadataPreserverTest {
             assertThat(staying.keptBytes()).isPositive();
             assertThat(budget.usedBytes()).isEqualTo(staying.keptBytes());
         }
+
+        /**
+         * A restored coordinator's outcomes count against the bound from the restore's end,
+         * not from its next change: an idle coordinator may make none for hours, and meanwhile
+         * the bound would neither see the heap it holds nor ask it for any back.
+         */
+        @Test
+        void countsARestoredCoordinatorsOutcomesFromTheRestoresEnd() {
+            await(Ends.preserve(preserver, txn(1), Outcome.COMMITTED, "alice"));
+            await(Ends.preserve(preserver, txn(300), Outcome.ABORTED, "bob"));
+            OutcomeMemoryBudget budget = new OutcomeMemoryBudget(1L << 30);
+            TransactionMetadataPreserver next = newPreserver(TC, 2, 100, budget);
+
+            await(next.startRestore(() -> Long.MAX_VALUE));
+
+            long counted = budget.usedBytes();
+            assertThat(counted).as("nothing changed since the restore").isPositive()
+                    .isEqualTo(await(PreserverInspection.currentFigures(next)).bytes());
+        }
     }
 
     @Nested
