@@ -874,6 +874,34 @@ class TransactionMetadataPreserverTest {
             assertThat(seen.get()).as("its record had landed").isEqualTo(Outcome.COMMITTED);
         }
 
+        /**
+         * An end the log replays while the restore reads waits for a held block, so it does not
+         * count against the bound on new ends then (the restore, not the topic, holds it back);
+         * once the restore is done it waits for the topic like any other end, and counts until
+         * its record lands. Left out, the bound would undercount every replayed end.
+         */
+        @Test
+        void anEndReplayedDuringTheRestoreCountsAgainstTheBoundOnNewEndsOnceTheRestoreIsDone() {
+            topic.holdReads();
+            topic.holdWrites();
+            TransactionMetadataPreserver next = newPreserver(2, 100);
+            CompletableFuture<Void> restored = next.startRestore(() -> 1000);
+            next.keepFromLog(txn(5), Outcome.COMMITTED, "alice", NOW);
+            CompletableFuture<Void> released = new CompletableFuture<>();
+            next.afterOutcomeDurable(5, () -> released.complete(null));
+            letScheduledWorkRun(next, 100);
+            assertThat(next.endsWaiting()).as("held by the restore").isZero();
+
+            topic.releaseReads();
+            await(restored);
+
+            assertThat(released).isNotDone();
+            assertThat(next.endsWaiting()).as("waits for the state topic now").isEqualTo(1);
+            topic.releaseHeldWrites();
+            await(released);
+            assertThat(next.endsWaiting()).isZero();
+        }
+
         @Test
         void lookupsOfEndedTransactionsWaitWhileBlocksTheRestoreMayFillAreNotWritten() {
             appendBlocksOf(earlierIncarnation(1));
