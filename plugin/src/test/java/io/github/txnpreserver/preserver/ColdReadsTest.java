@@ -2,6 +2,9 @@ package io.github.txnpreserver.preserver;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
+import io.github.txnpreserver.preserver.kept.Outcome;
+import io.github.txnpreserver.preserver.kept.OutcomeIndex;
 import io.github.txnpreserver.preserver.stats.PreserverStats;
 import io.github.txnpreserver.preserver.thread.CoordinatorThread;
 import io.github.txnpreserver.preserver.thread.PreserverUnavailableException;
@@ -40,6 +43,27 @@ class ColdReadsTest {
         scheduler.shutdown();
     }
 
+    /** Writes the records of blocks {@code 0..count-1}, one committed outcome in each, where the cold tier points. */
+    private void coldBlocks(int count) {
+        OutcomeIndex earlier = new OutcomeIndex(10, 1000, Duration.ofHours(72).toMillis(), changed -> { });
+        for (long block = 0; block < count; block++) {
+            earlier.decide(256L * block, Outcome.COMMITTED, "alice", NOW);
+            earlier.ended(256L * block);
+            topic.appendRaw(BlockRecordCodec.key(block),
+                    BlockRecordCodec.encode(TC, earlier.recordOf(block), earlier::ownerName));
+            List<InMemoryStateTopic.Entry> entries = topic.entries();
+            positions.put(block, entries.get(entries.size() - 1).position());
+        }
+    }
+
+    /** Reads the block's record where the cold tier points, and applies the answer. */
+    private ColdReads.Decoded read(long block) {
+        CompletableFuture<ColdReads.Decoded> answer = coldReads.read(block, positions.get(block));
+        scheduler.runReady();
+        assertThat(answer).as("block %d", block).isCompleted();
+        return answer.join();
+    }
+
     /**
      * At most {@value ColdReads#MAX_READING} reads in flight and {@value ColdReads#MAX_QUEUED}
      * blocks waiting: a read of one more block is answered "unavailable" at once (the client
@@ -64,5 +88,30 @@ class ColdReadsTest {
                 .withCauseInstanceOf(PreserverUnavailableException.class);
         assertThat(joined).as("a block already waiting").isNotDone();
         assertThat(topic.coldReadCount()).isEqualTo(ColdReads.MAX_READING);
+    }
+
+    /**
+     * The last {@value ColdReads#CACHED} blocks read are remembered, a block read again
+     * counting as read last: a burst of retries of neighbouring transactions reads each record
+     * once. One more block makes room by forgetting the one read longest ago.
+     */
+    @Test
+    void remembersTheLastBlocksItReadAndForgetsTheOneReadLongestAgo() {
+        coldBlocks(ColdReads.CACHED + 1);
+        for (long block = 0; block < ColdReads.CACHED; block++) {
+            assertThat(read(block).block().outcome(0)).isEqualTo(Outcome.COMMITTED);
+        }
+        assertThat(topic.coldReadCount()).isEqualTo(ColdReads.CACHED);
+
+        assertThat(read(0).block().outcome(0)).isEqualTo(Outcome.COMMITTED);
+        assertThat(topic.coldReadCount()).as("block 0 remembered").isEqualTo(ColdReads.CACHED);
+
+        read(ColdReads.CACHED);
+        assertThat(topic.coldReadCount()).isEqualTo(ColdReads.CACHED + 1);
+        read(0);
+        assertThat(topic.coldReadCount()).as("block 0, read again last, still remembered")
+                .isEqualTo(ColdReads.CACHED + 1);
+        read(1);
+        assertThat(topic.coldReadCount()).as("block 1 forgotten").isEqualTo(ColdReads.CACHED + 2);
     }
 }
