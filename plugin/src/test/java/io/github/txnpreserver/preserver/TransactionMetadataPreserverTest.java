@@ -693,6 +693,44 @@ class TransactionMetadataPreserverTest {
         }
 
         /**
+         * A restore decodes only what the bound leaves free of the other coordinators' share
+         * (here about 80 blocks' worth, of its 88), and keeps its own oldest outcomes cold past that,
+         * so the broker's heap stays within the bound while it reads. Were it to decode as if
+         * the others held nothing, the heap would pass the bound until the restore's end, and
+         * the bound would then make room with the other coordinator's outcomes too.
+         */
+        @Test
+        void aRestoreTakesWhatTheOtherCoordinatorsLeaveFreeAndKeepsItsOwnOldestCold() {
+            long perBlock = bytesPerBlock();
+            OutcomeMemoryBudget budget = new OutcomeMemoryBudget(90 * perBlock);
+            TransactionMetadataPreserver other = onItsOwnTopic(TC + 1, new InMemoryStateTopic(new CallLog()), budget);
+            for (int i = 0; i < 10; i++) {
+                await(Ends.preserve(other, new TxnID(TC + 1, 256L * i), Outcome.COMMITTED, "bob"));
+            }
+            clock.advance(Duration.ofMinutes(1));
+            long[] restoredEnds = new long[88];
+            for (int i = 0; i < restoredEnds.length; i++) {
+                restoredEnds[i] = 256L * i;
+            }
+            InMemoryStateTopic earlierTopic = new InMemoryStateTopic(new CallLog());
+            recordsOf(clock.millis(), restoredEnds).forEach(record -> earlierTopic.appendRaw(record.key(),
+                    record.value()));
+            long otherBytes = budget.usedBytes();
+
+            TransactionMetadataPreserver restoring = onItsOwnTopic(TC, earlierTopic, budget);
+
+            PreserverFigures restored = await(PreserverInspection.currentFigures(restoring));
+            PreserverFigures others = await(PreserverInspection.currentFigures(other));
+            assertThat(budget.usedBytes()).isLessThanOrEqualTo(budget.limitBytes());
+            assertThat(restored.kept()).isEqualTo(restoredEnds.length);
+            assertThat(restored.cold()).as("the restore's oldest").isPositive();
+            assertThat(restored.memoryEvictions()).isZero();
+            assertThat(others.cold()).as("the other coordinator's, older").isZero();
+            assertThat(others.memoryEvictions()).isZero();
+            assertThat(other.keptBytes()).isEqualTo(otherBytes);
+        }
+
+        /**
          * A restored coordinator's outcomes count against the bound from the restore's end,
          * not from its next change: an idle coordinator may make none for hours, and meanwhile
          * the bound would neither see the heap it holds nor ask it for any back.
