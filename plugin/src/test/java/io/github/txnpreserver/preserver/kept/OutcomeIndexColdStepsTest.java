@@ -120,6 +120,37 @@ class OutcomeIndexColdStepsTest {
         assertThat(index.blockCount()).isEqualTo(scanned);
     }
 
+    /**
+     * The bound looks for a cold block to drop among the lowest {@value OutcomeIndex#COLD_CANDIDATES_SCANNED}
+     * only, as it looks for one to send cold: asked after every change, it must not walk the
+     * whole cold tier while its lowest blocks are all back in memory awaiting their cold part
+     * (neither written nor dropped meanwhile).
+     */
+    @Test
+    void onlyTheLowestColdBlocksAreScannedForOneThatMayBeDropped() {
+        OutcomeIndex index = new OutcomeIndex(1, 1000, TTL, blockIndex -> { });
+        List<Long> coldReads = new ArrayList<>();
+        index.readColdWith((blockIndex, position) -> coldReads.add(blockIndex));
+        int scanned = OutcomeIndex.COLD_CANDIDATES_SCANNED;
+        for (long block = 0; block <= scanned; block++) {
+            commit(index, block * 256, "alice", NOW);
+            index.landed(block, LANDED);
+        }
+        for (int block = 0; block <= scanned; block++) {
+            assertThat(index.evictOldest(durable -> true)).isEqualTo(OutcomeIndex.Eviction.COLD);
+        }
+        for (long block = 0; block < scanned; block++) {
+            commit(index, block * 256 + 1, "bob", NOW + SECOND);
+        }
+        assertThat(coldReads).as("the lowest blocks, each back in memory").hasSize(scanned);
+
+        assertThat(index.evictOldest(durable -> true))
+                .as("the one cold block that may be dropped is past the scan").isEqualTo(OutcomeIndex.Eviction.NONE);
+        assertThat(index.oldestEvictableMillis(durable -> true, new boolean[1])).isNull();
+        assertThat(index.coldRecordOf(scanned)).isEqualTo(LANDED);
+        assertThat(index.memoryEvictions()).isZero();
+    }
+
     /** Block 0 cold (alice's sequence 0 only in its record), then written again: it awaits its cold part. */
     private OutcomeIndex writtenAgainWhileCold(List<Long> changes, List<Long> coldReads) {
         OutcomeIndex index = new OutcomeIndex(10, 1, TTL, changes::add);

@@ -156,4 +156,91 @@ class RestoredBlocksTest {
         assertThat(index.floorSize()).isEqualTo(2);
         assertThat(index.ownerCount()).isEqualTo(1);
     }
+
+    record ColdRead(long blockIndex, RecordPosition position) {
+    }
+
+    record Answer(Outcome outcome, String owner, int time) {
+    }
+
+    /** What the index answers from memory for a sequence, or null. */
+    private static Answer answer(OutcomeIndex index, long sequence) {
+        long packed = index.find(sequence, -1);
+        return packed == -1 ? null : new Answer(ClientFloor.outcomeOf(packed),
+                index.ownerName(ClientFloor.ownerOf(packed)), ClientFloor.timeOf(packed));
+    }
+
+    /**
+     * A block the read kept cold that this coordinator wrote meanwhile (a replayed end, say)
+     * is newer in memory but lacks the record's outcomes: it awaits its cold part, held (not
+     * written over the record, not dropped), and its other outcomes are still read there;
+     * once read, it holds both.
+     */
+    @Test
+    void aBlockReadColdThatThisCoordinatorWroteMeanwhileAwaitsItsColdPartThenHoldsBoth() throws Exception {
+        long ttl = java.time.Duration.ofHours(1).toMillis();
+        long now = 1_700_000_000_000L;
+        int ended = OutcomeIndex.storedSecond(now - 60_000);
+        RestoredBlocks restored = new RestoredBlocks(0, 2);
+        restored.put(record(3, ended, ALICE, ended + 1, BOB), at(1));
+        List<Long> changes = new ArrayList<>();
+        List<ColdRead> coldReads = new ArrayList<>();
+        OutcomeIndex index = new OutcomeIndex(2, 1000, ttl, changes::add);
+        index.readColdWith((blockIndex, position) -> coldReads.add(new ColdRead(blockIndex, position)));
+        index.hold(Long.MAX_VALUE);
+        long first = 3 * 256;
+        index.decide(first + 5, Outcome.ABORTED, "carol", now);
+        index.ended(first + 5);
+        changes.clear();
+
+        index.merge(restored, now);
+
+        assertThat(coldReads).containsExactly(new ColdRead(3, at(1)));
+        assertThat(index.isAwaitingCold(3)).isTrue();
+        assertThat(index.isHeld(3)).isTrue();
+        assertThat(index.isHolding()).isFalse();
+        assertThat(index.coldRecordOf(3)).as("alice's and bob's outcomes are read there").isEqualTo(at(1));
+        assertThat(answer(index, first)).isNull();
+        assertThat(changes).isEmpty();
+
+        OutcomeBlock record = new OutcomeBlock(3);
+        OwnerIds recordOwners = new OwnerIds();
+        record.set(0, Outcome.COMMITTED, ended, recordOwners.idOf("alice"));
+        record.set(1, Outcome.COMMITTED, ended + 1, recordOwners.idOf("bob"));
+        index.coldPartRead(3, record, recordOwners);
+
+        assertThat(index.isHeld(3)).isFalse();
+        assertThat(index.coldRecordOf(3)).isNull();
+        assertThat(changes).as("written whole").containsExactly(3L);
+        assertThat(answer(index, first)).isEqualTo(new Answer(Outcome.COMMITTED, "alice", ended));
+        assertThat(answer(index, first + 1)).isEqualTo(new Answer(Outcome.COMMITTED, "bob", ended + 1));
+        assertThat(answer(index, first + 5))
+                .isEqualTo(new Answer(Outcome.ABORTED, "carol", OutcomeIndex.storedSecond(now)));
+        assertThat(index.size()).isEqualTo(3);
+    }
+
+    /**
+     * A block the read kept cold whose newest outcome ended exactly its time-to-live ago has
+     * expired, as an outcome in memory has at that instant: it is not kept cold, and its
+     * record is deleted.
+     */
+    @Test
+    void aBlockReadColdWhoseNewestOutcomeEndedExactlyItsTimeToLiveAgoIsDeleted() throws Exception {
+        long ttl = java.time.Duration.ofHours(1).toMillis();
+        long now = 1_700_000_000_000L;
+        int through = OutcomeIndex.storedSecond(now - ttl);
+        RestoredBlocks restored = new RestoredBlocks(0, 2);
+        restored.put(record(3, through - 60, ALICE, through, BOB), at(1));
+        assertThat(restored.cold().positionOf(3)).isEqualTo(at(1));
+        List<Long> changes = new ArrayList<>();
+        OutcomeIndex index = new OutcomeIndex(2, 1000, ttl, changes::add);
+
+        index.merge(restored, now);
+
+        assertThat(index.coldRecordOf(3)).isNull();
+        assertThat(changes).as("a tombstone").containsExactly(3L);
+        assertThat(index.recordOf(3)).isNull();
+        assertThat(index.size()).isZero();
+        assertThat(index.floorSize()).isZero();
+    }
 }
