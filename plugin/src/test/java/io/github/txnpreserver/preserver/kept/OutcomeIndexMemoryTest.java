@@ -30,6 +30,15 @@ class OutcomeIndexMemoryTest {
 
     private final OutcomeIndex index = new OutcomeIndex(10, 1000, TTL, blockIndex -> { });
 
+    /** What a restore reads of block 0 as {@code earlier} wrote it. */
+    private static RestoredBlocks readOfBlockZero(OutcomeIndex earlier) throws Exception {
+        long coordinator = 3;
+        RestoredBlocks read = new RestoredBlocks();
+        read.put(BlockRecordCodec.decode(BlockRecordCodec.key(0),
+                BlockRecordCodec.encode(coordinator, earlier.recordOf(0), earlier::ownerName), coordinator, 0), null);
+        return read;
+    }
+
     @Test
     void countsBlocksEndsInProgressFloorEntriesAndOwners() {
         assertThat(index.bytes()).isEqualTo(EMPTY);
@@ -94,5 +103,42 @@ class OutcomeIndexMemoryTest {
         assertThat(index.blockCount()).isEqualTo(1);
         assertThat(index.keyCount()).as("one block in memory, one kept for its floor entry").isEqualTo(2);
         assertThat(index.bytes()).isEqualTo(before - BLOCK + 24);
+    }
+
+    /** A block adopted from the restore's read counts what the same block written here counts. */
+    @Test
+    void aRestoredBlockCountsItsColumnsAsABlockWrittenHereDoes() throws Exception {
+        OutcomeIndex earlier = new OutcomeIndex(10, 1000, TTL, blockIndex -> { });
+        earlier.decide(0, Outcome.COMMITTED, "alice", NOW);
+        earlier.ended(0);
+        earlier.decide(1, Outcome.ABORTED, "bob", NOW);
+        earlier.ended(1);
+        index.hold(Long.MAX_VALUE);
+
+        index.merge(readOfBlockZero(earlier), NOW);
+
+        long written = EMPTY + BLOCK + OWNER_COLUMN + 2 * (FLOOR_ENTRY + FLOOR_CLIENT) + owner("alice") + owner("bob");
+        assertThat(earlier.bytes()).isEqualTo(written);
+        assertThat(index.bytes()).isEqualTo(written);
+    }
+
+    /**
+     * A block written here while the restore read, merged with its record's outcomes, counts
+     * the columns they add: here bob's outcome adds an owner column to alice's block.
+     */
+    @Test
+    void aBlockMergedWithItsRestoredRecordCountsTheColumnsTheRecordAdds() throws Exception {
+        OutcomeIndex earlier = new OutcomeIndex(10, 1000, TTL, blockIndex -> { });
+        earlier.decide(1, Outcome.ABORTED, "bob", NOW);
+        earlier.ended(1);
+        index.hold(Long.MAX_VALUE);
+        index.decide(0, Outcome.COMMITTED, "alice", NOW);
+        index.ended(0);
+        assertThat(index.bytes()).isEqualTo(EMPTY + BLOCK + FLOOR_ENTRY + FLOOR_CLIENT + owner("alice"));
+
+        index.merge(readOfBlockZero(earlier), NOW);
+
+        assertThat(index.bytes())
+                .isEqualTo(EMPTY + BLOCK + OWNER_COLUMN + 2 * (FLOOR_ENTRY + FLOOR_CLIENT) + owner("alice") + owner("bob"));
     }
 }

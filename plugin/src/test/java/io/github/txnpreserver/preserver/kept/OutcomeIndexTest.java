@@ -879,6 +879,78 @@ class OutcomeIndexTest {
             assertThat(index.recordOf(3)).as("a tombstone").isNull();
         }
 
+        /** A restored block whose newest outcome ended exactly its time-to-live ago has expired, as one in memory has: deleted, not adopted. */
+        @Test
+        void deletesARestoredBlockWhoseNewestOutcomeEndedExactlyItsTimeToLiveAgo() throws Exception {
+            OutcomeIndex earlier = index(10, 1000, new ArrayList<>());
+            commit(earlier, block(3), "alice", NOW - TTL - MINUTE);
+            commit(earlier, block(3) + 1, "bob", NOW - TTL);
+            index.hold(Long.MAX_VALUE);
+
+            index.merge(restoredFrom(earlier, List.of(3L)), NOW);
+
+            assertThat(find(index, block(3) + 1)).isNull();
+            assertThat(index.size()).isZero();
+            assertThat(index.floorSize()).isZero();
+            assertThat(taken(changes)).containsExactly(3L);
+            assertThat(index.recordOf(3)).as("a tombstone").isNull();
+        }
+
+        /**
+         * Blocks read at a restore are older than anything written since; among them the bound
+         * drops first the one whose newest outcome ended first (of two that ended in the same
+         * second, the lower: its sequences were allocated first), so memory keeps the newest
+         * outcomes whatever order the read met their blocks in.
+         */
+        @Test
+        void restoredBlocksAreDroppedOldestEndingFirst() throws Exception {
+            OutcomeIndex earlier = index(1, 1000, new ArrayList<>());
+            long[] endedMinutesAgo = {3, 5, 1, 5, 4, 5};
+            for (int b = 0; b < endedMinutesAgo.length; b++) {
+                commit(earlier, block(b), "alice", NOW - endedMinutesAgo[b] * MINUTE);
+            }
+            OutcomeIndex restarted = index(1, 1000, changes);
+            restarted.hold(Long.MAX_VALUE);
+            restarted.merge(restoredFrom(earlier, List.of(0L, 1L, 2L, 3L, 4L, 5L)), NOW);
+            assertThat(taken(changes)).isEmpty();
+
+            List<Set<Long>> deleted = new ArrayList<>();
+            while (evictOldest(restarted) >= 0) {
+                deleted.add(taken(changes));
+            }
+
+            assertThat(deleted).as("each block's record deleted as it is dropped; block 2's keeps alice's floor entry")
+                    .containsExactly(Set.of(1L), Set.of(3L), Set.of(5L), Set.of(4L), Set.of(0L), Set.of());
+            assertThat(find(restarted, block(2))).isEqualTo(committed("alice", NOW - MINUTE));
+        }
+
+        /**
+         * A block the bound dropped while the restore read keeps its record for its floor
+         * entries; once the restored outcomes push them out of their client's floor (they
+         * ended later), that record is deleted, and no longer counted as a key or as outcomes.
+         */
+        @Test
+        void aBlockKeptOnlyForFloorEntriesThatTheRestoredOutcomesPushOutIsDeleted() throws Exception {
+            OutcomeIndex restarted = index(1, 1000, changes);
+            restarted.hold(block(1) - 1);
+            commit(restarted, block(2), "alice", NOW - 2 * MINUTE);
+            assertThat(evictOldest(restarted)).as("alice's floor entry stays").isZero();
+            assertThat(restarted.keyCount()).isEqualTo(1);
+            taken(changes);
+            OutcomeIndex earlier = index(1, 1000, new ArrayList<>());
+            commit(earlier, 5, "alice", NOW - MINUTE);
+
+            restarted.merge(restoredFrom(earlier, List.of(0L)), NOW);
+
+            assertThat(find(restarted, 5)).isEqualTo(committed("alice", NOW - MINUTE));
+            assertThat(find(restarted, block(2))).isNull();
+            assertThat(taken(changes)).as("block 2's record is deleted").containsExactly(2L);
+            assertThat(restarted.recordOf(2)).isNull();
+            assertThat(restarted.blocksWithRecords().toLongArray()).containsExactly(0L);
+            assertThat(restarted.keyCount()).isEqualTo(1);
+            assertThat(restarted.size()).isEqualTo(1);
+        }
+
         @Test
         void aBlockDeletedInTheTopicIsNotRestored() throws Exception {
             OutcomeIndex earlier = index(10, 1000, new ArrayList<>());

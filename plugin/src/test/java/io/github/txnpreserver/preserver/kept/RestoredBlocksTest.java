@@ -122,6 +122,29 @@ class RestoredBlocksTest {
         assertThat(coldFloorOf(restored, "bob")).containsExactly(new Kept(T + 4, first + 3), new Kept(T + 6, first + 5));
     }
 
+    /**
+     * A block kept cold offers each of its kept outcomes to its client's floor candidates,
+     * its first and its last included, and nothing of the offsets it does not keep: here
+     * bob's only outcome is the block's first kept, alice's its last, with offsets not kept
+     * before and between them.
+     */
+    @Test
+    void aBlockKeptColdOffersEachOfItsKeptOutcomesAndNoOther() throws Exception {
+        RestoredBlocks restored = new RestoredBlocks(0, 2);
+        OutcomeBlock block = new OutcomeBlock(3);
+        block.set(4, Outcome.COMMITTED, T + 7, BOB);
+        block.set(6, Outcome.ABORTED, T + 3, ALICE);
+
+        restored.put(BlockRecordCodec.decode(BlockRecordCodec.key(3),
+                BlockRecordCodec.encode(COORDINATOR, block, id -> NAMES[id]), COORDINATOR, 1000), at(1));
+
+        long first = 3 * 256;
+        assertThat(restored.coldFloor().keySet())
+                .containsExactlyInAnyOrder(restored.owners().idOf("alice"), restored.owners().idOf("bob"));
+        assertThat(coldFloorOf(restored, "bob")).containsExactly(new Kept(T + 7, first + 4));
+        assertThat(coldFloorOf(restored, "alice")).containsExactly(new Kept(T + 3, first + 6));
+    }
+
     @Test
     void aBlockWithoutARecordThatLandedIsDroppedNotKeptCold() throws Exception {
         RestoredBlocks restored = new RestoredBlocks(0, 2);
