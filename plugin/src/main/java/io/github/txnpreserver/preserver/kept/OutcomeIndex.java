@@ -569,7 +569,12 @@ public final class OutcomeIndex {
         return block.pins == 0 && !isHeld(block.index);
     }
 
-    /** Keeps an outcome in its block (created if needed); reports the block changed unless it said so already. */
+    /**
+     * Keeps an outcome in its block (created if needed); reports the block changed unless it said so already.
+     * Met again as the block says it (the log's replay, after the restore's merge took it from the record), it
+     * writes nothing but makes the block the newest, as meeting it before the merge does: the drop order does
+     * not depend on that race (and the replay ends before any new transaction is served).
+     */
     private OutcomeBlock put(long sequence, Outcome outcome, int time, int owner) {
         long index = OutcomeBlock.indexOf(sequence);
         int offset = OutcomeBlock.offsetOf(sequence);

@@ -925,6 +925,47 @@ class OutcomeIndexTest {
         }
 
         /**
+         * The log's replay may meet again an end whose record the restore's read already
+         * merged (the read finished first): same outcome and owner, so nothing is written, but
+         * its block ranks as the newest, as it does when the replay meets the end before the
+         * merge (the block the replay creates is the newest, and the merge joins the record
+         * into it): the memory bound drops the blocks in the same order whichever came first.
+         */
+        @Test
+        void anEndTheReplayMeetsAfterTheMergeRanksItsBlockAsIfMetBeforeIt() throws Exception {
+            OutcomeIndex earlier = index(10, 1000, new ArrayList<>());
+            commit(earlier, block(0), "alice", NOW - 2 * MINUTE);
+            commit(earlier, block(1), "bob", NOW - MINUTE);
+
+            OutcomeIndex replayedFirst = index(10, 1000, new ArrayList<>());
+            replayedFirst.hold(Long.MAX_VALUE);
+            commit(replayedFirst, block(0), "alice", NOW - 2 * MINUTE);
+            replayedFirst.merge(restoredFrom(earlier, List.of(0L, 1L)), NOW);
+
+            index.hold(Long.MAX_VALUE);
+            index.merge(restoredFrom(earlier, List.of(0L, 1L)), NOW);
+            assertThat(taken(changes)).isEmpty();
+            commit(index, block(0), "alice", NOW - 2 * MINUTE);
+
+            assertThat(taken(changes)).as("met again as its record says: not written").isEmpty();
+            assertThat(find(index, block(0))).isEqualTo(committed("alice", NOW - 2 * MINUTE));
+            assertThat(dropOrder(replayedFirst)).as("met before the merge: block 0 is the newest, bob's goes first")
+                    .containsExactly(NOW - MINUTE, NOW - 2 * MINUTE);
+            assertThat(dropOrder(index)).as("met after the merge: the same order")
+                    .containsExactly(NOW - MINUTE, NOW - 2 * MINUTE);
+        }
+
+        /** The newest end time of each block the memory bound drops, in the order it drops them, until none is left. */
+        private List<Long> dropOrder(OutcomeIndex restored) {
+            List<Long> order = new ArrayList<>();
+            for (Long next = oldestEvictableMillis(restored); next != null; next = oldestEvictableMillis(restored)) {
+                order.add(next);
+                assertThat(evictOldest(restored)).as("floor entries stay").isZero();
+            }
+            return order;
+        }
+
+        /**
          * A block the bound dropped while the restore read keeps its record for its floor
          * entries; once the restored outcomes push them out of their client's floor (they
          * ended later), that record is deleted, and no longer counted as a key or as outcomes.
