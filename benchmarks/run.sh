@@ -7,8 +7,9 @@
 #                                  open-loop commits per side and rate over the run (2 000 with --quick)
 #   benchmarks/run.sh --thread-cpu [warm-up seconds]
 #                                  broker CPU per transaction by thread, stock against the plugin
-#   benchmarks/run.sh --latency-probe [commits per side] [warm-up seconds]
+#   benchmarks/run.sh --latency-probe [commits per side] [warm-up seconds] [open-loop share %]
 #                                  whether the plugin's slowest commits fall on its state-topic writes
+#                                  (sequential commits, or open loop at a share of stock's rate)
 #   benchmarks/run.sh --cold-read-probe [records] [reads]
 #                                  point reads of a compacted state topic's records by message id
 #   benchmarks/run.sh --restore-at-scale [outcomes in millions]

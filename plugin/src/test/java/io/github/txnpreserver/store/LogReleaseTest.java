@@ -1,6 +1,7 @@
 package io.github.txnpreserver.store;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.OutcomeMemoryBudget;
@@ -114,9 +115,10 @@ class LogReleaseTest {
     }
 
     /**
-     * A second's ends leave in deletes of at most {@link RecordGatedTransactionLog#RELEASE_CHUNK}
-     * entries, each queued behind what was queued meanwhile: a decision that comes while a
-     * large release runs waits for one chunk, not for the whole release.
+     * A second's ends leave in deletes of about {@link RecordGatedTransactionLog#RELEASE_CHUNK}
+     * entries (whole transactions until a delete holds that many), each queued behind what
+     * was queued meanwhile: a task that comes while a large release runs waits for one
+     * chunk, not for the whole release.
      */
     @Test
     void aLargeReleaseGoesInChunksWithTheTasksQueuedMeanwhileBetweenThem() {
@@ -132,10 +134,11 @@ class LogReleaseTest {
         int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
         assertThat(transactionLog.deletes()).extracting(Set::size)
                 .containsExactly(perChunk, perChunk, perChunk, ends - 3 * perChunk);
-        Set<String> released = new java.util.HashSet<>();
+        List<String> released = new ArrayList<>();
         transactionLog.deletes().forEach(released::addAll);
-        assertThat(released).as("every end's entries, once").hasSize(ends);
+        assertThat(released).as("every end's entries, once").hasSize(ends).doesNotHaveDuplicates();
         List<String> order = calls.calls();
+        assertThat(order).contains("queued during the first delete");
         int queued = order.indexOf("queued during the first delete");
         Set<String> first = transactionLog.deletes().get(0);
         Set<String> second = transactionLog.deletes().get(1);
@@ -146,14 +149,39 @@ class LogReleaseTest {
     }
 
     /**
+     * The coordinator closes between two chunks (its broker loses it): the chunks not yet
+     * deleted stay in the log, and the next owner's replay keeps their outcomes again; none
+     * is deleted after the close.
+     */
+    @Test
+    void aCloseBetweenTwoChunksLeavesTheRestInTheLog() {
+        int ends = RecordGatedTransactionLog.RELEASE_CHUNK;
+        for (long sequence = 1; sequence <= ends; sequence++) {
+            end(sequence);
+        }
+        CompletableFuture<Void>[] closed = new CompletableFuture[1];
+        transactionLog.duringNextDelete(() -> closed[0] = preserver.closeAsync());
+
+        scheduler.advance(GROUP);
+        scheduler.runReady();
+
+        assertThat(closed[0]).isCompleted();
+        assertThat(transactionLog.deletes()).as("the first chunk only").hasSize(1);
+        assertThat(transactionLog.deletes().get(0)).hasSize(ends / 2).contains(TC + ":1")
+                .doesNotContain(TC + ":" + ends);
+    }
+
+    /**
      * As stock's, a transaction's entries leave in one delete: a delete that failed would
      * otherwise leave its first entry without its terminal entry, and the next replay would
      * bring a committed transaction back as open.
      */
     @Test
     void aTransactionsEntriesAreNeverSplitBetweenTwoDeletes() {
-        // Three entries each: the 86th end's entries straddle the 256th.
-        int ends = 100;
+        // Three entries each: the entries of the end that reaches RELEASE_CHUNK straddle it.
+        int straddling = (RecordGatedTransactionLog.RELEASE_CHUNK + 2) / 3;
+        assertThat(3 * straddling).as("the chunk ends inside an end").isNotEqualTo(RecordGatedTransactionLog.RELEASE_CHUNK);
+        int ends = straddling + 14;
         for (long sequence = 1; sequence <= ends; sequence++) {
             end(sequence, 1);
         }
@@ -161,9 +189,9 @@ class LogReleaseTest {
         scheduler.advance(GROUP);
 
         List<Set<String>> deletes = transactionLog.deletes();
-        assertThat(deletes).extracting(Set::size).containsExactly(86, 14);
-        assertThat(deletes.get(0)).contains(TC + ":86");
-        assertThat(deletes.get(1)).doesNotContain(TC + ":86");
+        assertThat(deletes).extracting(Set::size).containsExactly(straddling, 14);
+        assertThat(deletes.get(0)).contains(TC + ":" + straddling);
+        assertThat(deletes.get(1)).doesNotContain(TC + ":" + straddling);
     }
 
     /** A failed chunk leaves its entries only: the chunks after it are still released. */
@@ -183,7 +211,11 @@ class LogReleaseTest {
                 .as("the second half of the ends").contains(TC + ":" + ends).doesNotContain(TC + ":1");
     }
 
-    /** A delete that throws instead of answering is a failed one: the chunks after it are still released. */
+    /**
+     * A delete that throws (an error, not only an exception) instead of answering is a failed
+     * one: the thread's runner logs it (here the test's scheduler hands it to the test), and
+     * the chunks after it are still released.
+     */
     @Test
     void aDeleteThatThrowsLeavesItsEntriesAndTheNextChunksAreReleased() {
         int ends = RecordGatedTransactionLog.RELEASE_CHUNK;
@@ -192,7 +224,8 @@ class LogReleaseTest {
         }
         transactionLog.throwNextDeletes(1);
 
-        scheduler.advance(GROUP);
+        assertThatThrownBy(() -> scheduler.advance(GROUP)).isInstanceOf(LinkageError.class);
+        scheduler.runReady();
 
         assertThat(calls.calls()).containsOnlyOnce("log release threw");
         assertThat(transactionLog.deletes()).hasSize(1);

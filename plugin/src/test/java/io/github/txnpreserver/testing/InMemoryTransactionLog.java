@@ -64,7 +64,8 @@ public final class InMemoryTransactionLog {
                 if (deleteThrowsLeft > 0) {
                     deleteThrowsLeft--;
                     callLog.record("log release threw");
-                    throw new IllegalStateException("injected cursor bug");
+                    // An error, not only an exception: the coordinator's thread survives both.
+                    throw new LinkageError("injected cursor bug");
                 }
                 if (deleteFailuresLeft > 0) {
                     deleteFailuresLeft--;
