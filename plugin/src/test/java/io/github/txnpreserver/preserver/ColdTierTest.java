@@ -1,6 +1,7 @@
 package io.github.txnpreserver.preserver;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import io.github.txnpreserver.config.PreserverConfig;
 import io.github.txnpreserver.preserver.kept.ColdBlocks;
@@ -173,7 +174,7 @@ class ColdTierTest {
             assertThat(preserver.stats().coldReads.sum()).isEqualTo(1);
             assertThat(preserver.stats().coldReadsCached.sum()).as("lookups of 2 and 3").isEqualTo(2);
             assertThat(preserver.stats().coldReadLatency.count()).isEqualTo(1);
-            assertThat(preserver.stats().coldReadLatency.sumSeconds()).isEqualTo(0.03);
+            assertThat(preserver.stats().coldReadLatency.sumSeconds()).isCloseTo(0.03, within(1e-9));
         }
 
         /**

@@ -7,6 +7,7 @@ import static io.github.txnpreserver.preserver.writer.WriterState.REPLACING;
 import static io.github.txnpreserver.preserver.writer.WriterState.WRITING;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
 
 import io.github.txnpreserver.preserver.durability.DurabilityQueue;
 import io.github.txnpreserver.preserver.kept.Outcome;
@@ -434,7 +435,7 @@ class StateTopicWriterTest {
 
             assertThat(queue.isDurable(0)).isTrue();
             assertThat(stats.stateWriteLatency.count()).isEqualTo(1);
-            assertThat(stats.stateWriteLatency.sumSeconds()).isEqualTo(0.03);
+            assertThat(stats.stateWriteLatency.sumSeconds()).isCloseTo(0.03, within(1e-9));
         }
 
         /**
