@@ -279,6 +279,9 @@ class StateTopicWriterTest {
          */
         @Test
         void theBlocksAFailedWriteLeftAreWrittenByTheNewWriterWithoutWaitingOutTheirBackoff() {
+            // The write fails at one group interval and the check comes a group interval later:
+            // before the failed block's first backoff would have let it be written again.
+            assertThat(StateTopic.RETRY.first()).isGreaterThan(GROUP);
             end(1);
             topic.loseWriter();
             scheduler.advance(GROUP);
