@@ -512,6 +512,31 @@ class TransactionMetadataPreserverTest {
             assertThat(preserver.keptBytes()).isLessThan(keptBytes);
             assertThat(find(preserver, txn(1))).isNull();
         }
+
+        /**
+         * An outcome the log replays is ended as it is kept (the log only replays it, nothing
+         * ends it later), so it expires like any other: left pending, its block would stay
+         * pinned for ever, its record never deleted and its memory never given back, while
+         * lookups, which check each outcome's own expiry, would hide the leak.
+         */
+        @Test
+        void anOutcomeReplayedFromTheLogExpiresAndItsBlockIsDeletedLikeAnyOther() {
+            preserver.keepFromLog(txn(5), Outcome.COMMITTED, "alice", NOW);
+            stepUntil(() -> topic.liveKeys().equals(List.of("c0")));
+            assertThat(await(PreserverInspection.currentFigures(preserver)).kept()).isEqualTo(1);
+            clock.advance(TTL.plusHours(1));
+
+            scheduler.execute(preserver::expire);
+            settle(preserver);
+            letScheduledWorkRun(preserver, 1_000);
+
+            assertThat(topic.liveKeys()).as("its block's record deleted").isEmpty();
+            assertThat(callLog.calls()).contains("state-delete c0");
+            PreserverFigures figures = await(PreserverInspection.currentFigures(preserver));
+            assertThat(figures.kept()).isZero();
+            assertThat(figures.expirations()).isEqualTo(1);
+            assertThat(find(preserver, txn(5))).isNull();
+        }
     }
 
     @Nested
