@@ -1320,6 +1320,63 @@ class TransactionMetadataPreserverTest {
             assertThat(topic.newestOutcomeOf(txn(1))).isEqualTo(Outcome.COMMITTED);
         }
 
+        /**
+         * The real topic's restore writes a barrier with the writer, and that write can be
+         * fenced by another writer: the restore is not read again (the read would meet the
+         * same fence), and the coordinator closes here as for any fenced write. Were nothing
+         * to close it, the restore would wait for good, and lookups of ended transactions
+         * with it.
+         */
+        @Test
+        void aRestoreWhoseReadIsFencedByAnotherWriterClosesTheCoordinatorHere() {
+            AtomicInteger reads = new AtomicInteger();
+            TransactionMetadataPreserver restoring = newPreserver(new StateTopic() {
+                @Override
+                public CompletableFuture<Void> readToEnd(Visitor visitor, Executor reader) {
+                    reads.incrementAndGet();
+                    return CompletableFuture.failedFuture(InMemoryStateTopic.writeError(StateTopic.WriteFailure.FENCED));
+                }
+
+                @Override
+                public WriteFailure classify(Throwable writeError) {
+                    return topic.classify(writeError);
+                }
+
+                @Override
+                public CompletableFuture<Boolean> reopen(boolean unread) {
+                    return topic.reopen(unread);
+                }
+
+                @Override
+                public CompletableFuture<RecordPosition> write(String key, byte[] value) {
+                    return topic.write(key, value);
+                }
+
+                @Override
+                public CompletableFuture<Void> delete(String key) {
+                    return topic.delete(key);
+                }
+
+                @Override
+                public CompletableFuture<Void> closeAsync() {
+                    return topic.closeAsync();
+                }
+            });
+            AtomicInteger released = new AtomicInteger();
+            restoring.releaseCoordinatorWith(() -> {
+                released.incrementAndGet();
+                return CompletableFuture.completedFuture(null);
+            });
+
+            restoring.startRestore(() -> 0);
+
+            stepUntil(() -> released.get() == 1);
+            letScheduledWorkRunQuietly(restoring, 10_000);
+            assertThat(released).hasValue(1);
+            assertThat(reads).as("not read again").hasValue(1);
+            assertThat(topic.reopenCount()).as("the other writer is not fenced back").isZero();
+        }
+
         @Test
         void aCoordinatorTheBrokerIsStillLoadingIsAskedToCloseAgain() {
             AtomicInteger asked = new AtomicInteger();
