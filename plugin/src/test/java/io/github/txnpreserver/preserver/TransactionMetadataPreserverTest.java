@@ -817,6 +817,24 @@ class TransactionMetadataPreserverTest {
             assertThat(await(PreserverInspection.currentFigures(next)).kept()).isEqualTo(2);
         }
 
+        /**
+         * The highest block the restore read counts tombstones too ("kept or deleted"), up to
+         * and including the block of the highest sequence the log allocated; a tombstone past
+         * it is not this coordinator's. A rewound log is checked against this figure, so a
+         * deleted last block must not read as "nothing in the topic".
+         */
+        @Test
+        void aTombstoneOfTheBlockOfTheHighestAllocatedSequenceCountsAsReadOneBeyondItDoesNot() {
+            topic.appendRaw(BlockRecordCodec.key(1), null);
+            topic.appendRaw(BlockRecordCodec.key(2), null);
+            TransactionMetadataPreserver next = newPreserver(2, 100);
+
+            // Sequence 256 is the first of block 1.
+            await(next.startRestore(() -> 256));
+
+            assertThat(next.highestSequenceInStateTopic()).isEqualTo(OutcomeBlock.lastSequenceOf(1)).isEqualTo(511);
+        }
+
         @Test
         void readsTheSameFromACompactedTopic() {
             for (long i = 0; i < 3; i++) {
