@@ -457,6 +457,36 @@ class TransactionMetadataPreserverTest {
             await(Ends.preserve(second, txn(1), Outcome.COMMITTED, "alice"));
         }
 
+        /**
+         * The view's size is known from what the restore read before the writer has written
+         * a record: a view larger than the least threshold gets the next power of two at once,
+         * not the least, which would let the topic be compacted again and again.
+         */
+        @Test
+        void sizesTheThresholdAfterARestoreByTheRecordsItRead() {
+            int blocks = 400;
+            String padding = "x".repeat(200);
+            java.util.Set<Long> changed = new java.util.LinkedHashSet<>();
+            OutcomeIndex earlier = new OutcomeIndex(10, 1000, TTL.toMillis(), changed::add);
+            for (long sequence = 0; sequence < blocks * 256L; sequence++) {
+                // A long owner name per outcome of a block: records of about 50 KiB each.
+                earlier.decide(sequence, Outcome.COMMITTED, "owner-" + (sequence % 256) + padding, NOW);
+                earlier.ended(sequence);
+            }
+            long bytes = 0;
+            for (long index : changed) {
+                byte[] value = BlockRecordCodec.encode(TC, earlier.recordOf(index), earlier::ownerName);
+                topic.appendRaw(BlockRecordCodec.key(index), value);
+                bytes += value.length;
+            }
+            assertThat(bytes).as("a view between the least threshold and twice it")
+                    .isBetween(CompactionPacing.MIN_THRESHOLD_BYTES + 1, 2 * CompactionPacing.MIN_THRESHOLD_BYTES);
+
+            TransactionMetadataPreserver second = restored(newPreserver(2, 100));
+
+            assertThat(second.compactionThreshold()).isEqualTo(2 * CompactionPacing.MIN_THRESHOLD_BYTES);
+        }
+
         @Test
         void stopsAskingWhenTheBrokerTakesNoTopicPolicies() {
             topic.answerThresholdsWith(false);
