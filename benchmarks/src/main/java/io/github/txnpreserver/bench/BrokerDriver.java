@@ -177,11 +177,13 @@ final class BrokerDriver {
      * What an open-loop run measured: the latency of each transaction intended to start in the
      * measured interval, from its intended start to its commit's completion, in microseconds;
      * how many were intended, committed and failed; the interval's length and the broker's CPU
-     * over it; and how late the load generator itself started a transaction at most (its own
-     * lateness is in the latencies too, as it must be: it is the queueing a client would see).
+     * over it; how late the load generator itself started a transaction at most (its own
+     * lateness is in the latencies too, as it must be: it is the queueing a client would see);
+     * and, in wall-clock millis, from the first measured intended start to the last measured
+     * transaction's end.
      */
     record OpenLoop(Histogram latency, long intended, long committed, long failed, double seconds,
-                    long brokerCpuMicros, double maxLateStartMillis) {
+                    long brokerCpuMicros, double maxLateStartMillis, long fromWallMillis, long toWallMillis) {
 
         double txnPerSecond() {
             return committed / seconds;
@@ -287,8 +289,10 @@ final class BrokerDriver {
                         + " after two minutes; counted as failed");
             }
             long unfinished = measuredDone.getCount();
+            long fromWall = wallBase + (schedule.intendedStart(first) - base) / 1_000_000;
             return new OpenLoop(recorder.getIntervalHistogram(), end - first, committed.get(),
-                    failed.get() + unfinished, seconds, cpu, maxLate.get() / 1e6);
+                    failed.get() + unfinished, seconds, cpu, maxLate.get() / 1e6, fromWall,
+                    System.currentTimeMillis());
         } finally {
             for (Producer<byte[]> producer : producers) {
                 producer.closeAsync();
