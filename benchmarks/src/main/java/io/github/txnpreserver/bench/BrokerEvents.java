@@ -123,6 +123,29 @@ final class BrokerEvents {
         return new Counts(flushes, compactions, stateTopicCompactions, rolls, pauses, pauseMillis, longest);
     }
 
+    /** Every collector pause the broker in {@code dir} logged: {start, end} in wall-clock millis. */
+    static List<long[]> gcPauses(Path dir) {
+        List<long[]> pauses = new java.util.ArrayList<>();
+        for (Path gcLog : gcLogs(dir.resolve("logs"))) {
+            for (String line : lines(gcLog)) {
+                Matcher pause = PAUSE.matcher(line);
+                if (line.length() < 30 || !pause.find()) {
+                    continue;
+                }
+                try {
+                    // Logged when the pause ends.
+                    long end = OffsetDateTime.parse(line.substring(1, 29), GC_TIME).toInstant().toEpochMilli();
+                    long millis = (long) Math.ceil(Double.parseDouble(pause.group(1)));
+                    pauses.add(new long[] {end - millis, end});
+                } catch (RuntimeException e) {
+                    // Not a pause line this reader understands.
+                }
+            }
+        }
+        pauses.sort(java.util.Comparator.comparingLong(p -> p[0]));
+        return pauses;
+    }
+
     private static boolean within(String time, DateTimeFormatter format, long fromMillis, long toMillis) {
         try {
             long at = OffsetDateTime.parse(time, format).toInstant().toEpochMilli();

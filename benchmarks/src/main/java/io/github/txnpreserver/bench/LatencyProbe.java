@@ -91,6 +91,8 @@ public final class LatencyProbe {
             synchronized (flushes) {
                 report("plugin", pluginCommits, new ArrayList<>(flushes));
             }
+            gcReport("stock", stockCommits, BrokerEvents.gcPauses(stock.dir()));
+            gcReport("plugin", pluginCommits, BrokerEvents.gcPauses(plugin.dir()));
         }
     }
 
@@ -208,6 +210,42 @@ public final class LatencyProbe {
         say("  end after last send (5 ms buckets, last >= 200 ms): all  %s", Arrays.toString(allEnd));
         say("                                                     slow %s", Arrays.toString(slowEnd));
         say("  arrivals span %d ms", arrivals.length == 0 ? 0 : arrivals[arrivals.length - 1] - arrivals[0]);
+    }
+
+    /**
+     * How often a commit overlaps one of its broker's collector pauses: all commits against
+     * the slowest 1 %, and the pauses in the commits' span (count, total, longest).
+     */
+    private static void gcReport(String side, List<long[]> commits, List<long[]> pauses) {
+        long[] micros = commits.stream().mapToLong(c -> c[2]).sorted().toArray();
+        long p99 = micros[(int) (micros.length * 0.99)];
+        long from = commits.stream().mapToLong(c -> c[0]).min().orElse(0);
+        long to = commits.stream().mapToLong(c -> c[1]).max().orElse(0);
+        long count = 0;
+        long total = 0;
+        long longest = 0;
+        for (long[] pause : pauses) {
+            if (pause[1] >= from && pause[0] <= to) {
+                count++;
+                total += pause[1] - pause[0];
+                longest = Math.max(longest, pause[1] - pause[0]);
+            }
+        }
+        long all = 0;
+        long slow = 0;
+        long slowCount = 0;
+        for (long[] c : commits) {
+            boolean overlaps = pauses.stream().anyMatch(pause -> pause[1] >= c[0] && pause[0] <= c[1]);
+            all += overlaps ? 1 : 0;
+            if (c[2] > p99) {
+                slowCount++;
+                slow += overlaps ? 1 : 0;
+            }
+        }
+        say("%-6s GC pauses over the commits' span (%d s, slices and the gaps between them): %d, %d ms in all,"
+                        + " longest %d ms; overlapping one: %.1f %% of all commits, %.1f %% of the slowest 1 %% (%d)",
+                side, (to - from) / 1000, count, total, longest, 100.0 * all / commits.size(),
+                100.0 * slow / slowCount, slowCount);
     }
 
     private static boolean overlaps(long[] sends, long start, long end, long window) {
