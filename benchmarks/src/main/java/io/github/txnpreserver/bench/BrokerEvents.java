@@ -106,26 +106,27 @@ final class BrokerEvents {
         int pauses = 0;
         double pauseMillis = 0;
         double longest = 0;
-        for (Path gcLog : gcLogs(dir.resolve("logs"))) {
-            for (String line : lines(gcLog)) {
-                if (line.length() < 30 || !within(line.substring(1, 29), GC_TIME, fromMillis, toMillis)) {
-                    continue;
-                }
-                Matcher pause = PAUSE.matcher(line);
-                if (pause.find()) {
-                    double millis = Double.parseDouble(pause.group(1));
-                    pauses++;
-                    pauseMillis += millis;
-                    longest = Math.max(longest, millis);
-                }
+        for (Pause pause : gcPauses(dir)) {
+            if (pause.endMillis() >= fromMillis && pause.endMillis() <= toMillis) {
+                pauses++;
+                pauseMillis += pause.millis();
+                longest = Math.max(longest, pause.millis());
             }
         }
         return new Counts(flushes, compactions, stateTopicCompactions, rolls, pauses, pauseMillis, longest);
     }
 
-    /** Every collector pause the broker in {@code dir} logged: {start, end} in wall-clock millis. */
-    static List<long[]> gcPauses(Path dir) {
-        List<long[]> pauses = new java.util.ArrayList<>();
+    /** A collector pause: when it ended (wall-clock millis; the GC log's line is written then) and how long it took. */
+    record Pause(long endMillis, double millis) {
+
+        long startMillis() {
+            return endMillis - (long) Math.ceil(millis);
+        }
+    }
+
+    /** Every collector pause the broker in {@code dir} logged, in order. */
+    static List<Pause> gcPauses(Path dir) {
+        List<Pause> pauses = new java.util.ArrayList<>();
         for (Path gcLog : gcLogs(dir.resolve("logs"))) {
             for (String line : lines(gcLog)) {
                 Matcher pause = PAUSE.matcher(line);
@@ -133,16 +134,14 @@ final class BrokerEvents {
                     continue;
                 }
                 try {
-                    // Logged when the pause ends.
                     long end = OffsetDateTime.parse(line.substring(1, 29), GC_TIME).toInstant().toEpochMilli();
-                    long millis = (long) Math.ceil(Double.parseDouble(pause.group(1)));
-                    pauses.add(new long[] {end - millis, end});
+                    pauses.add(new Pause(end, Double.parseDouble(pause.group(1))));
                 } catch (RuntimeException e) {
                     // Not a pause line this reader understands.
                 }
             }
         }
-        pauses.sort(java.util.Comparator.comparingLong(p -> p[0]));
+        pauses.sort(java.util.Comparator.comparingLong(Pause::endMillis));
         return pauses;
     }
 

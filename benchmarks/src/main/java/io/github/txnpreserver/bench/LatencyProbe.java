@@ -216,7 +216,7 @@ public final class LatencyProbe {
      * How often a commit overlaps one of its broker's collector pauses: all commits against
      * the slowest 1 %, and the pauses in the commits' span (count, total, longest).
      */
-    private static void gcReport(String side, List<long[]> commits, List<long[]> pauses) {
+    private static void gcReport(String side, List<long[]> commits, List<BrokerEvents.Pause> pauses) {
         long[] micros = commits.stream().mapToLong(c -> c[2]).sorted().toArray();
         long p99 = micros[(int) (micros.length * 0.99)];
         long from = commits.stream().mapToLong(c -> c[0]).min().orElse(0);
@@ -224,18 +224,19 @@ public final class LatencyProbe {
         long count = 0;
         long total = 0;
         long longest = 0;
-        for (long[] pause : pauses) {
-            if (pause[1] >= from && pause[0] <= to) {
+        for (BrokerEvents.Pause pause : pauses) {
+            if (pause.endMillis() >= from && pause.startMillis() <= to) {
+                long millis = pause.endMillis() - pause.startMillis();
                 count++;
-                total += pause[1] - pause[0];
-                longest = Math.max(longest, pause[1] - pause[0]);
+                total += millis;
+                longest = Math.max(longest, millis);
             }
         }
         long all = 0;
         long slow = 0;
         long slowCount = 0;
         for (long[] c : commits) {
-            boolean overlaps = pauses.stream().anyMatch(pause -> pause[1] >= c[0] && pause[0] <= c[1]);
+            boolean overlaps = pauses.stream().anyMatch(pause -> pause.endMillis() >= c[0] && pause.startMillis() <= c[1]);
             all += overlaps ? 1 : 0;
             if (c[2] > p99) {
                 slowCount++;
