@@ -3,6 +3,8 @@ package io.github.txnpreserver.store;
 import io.github.txnpreserver.preserver.TransactionMetadataPreserver;
 import io.github.txnpreserver.preserver.kept.Outcome;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -61,12 +63,25 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
      * The entries one cursor delete releases, at least (whole transactions are added until a
      * delete holds this many). A landing releases a second's ends at once (about 3.5 entries
      * each: 3 400 at 1 000 txn/s), and one delete of those held the coordinator's thread for
-     * 0.7 to 7 ms, with the lookups and the next flush behind it, and took one of the broker's
-     * cores in one burst (docs/performance.md, "The open-loop tail"). A delete of 256 took
-     * 0.05 ms at the median and 0.6 ms at p90, and still takes the cursor's lock once per 70
-     * ends, not once per end as stock does.
+     * 0.7 to 7 ms, with the lookups and the next flush behind it (docs/performance.md, "The
+     * open-loop tail"). A delete of 256 took 0.05 ms at the median and 0.6 ms at p90, and
+     * still takes the cursor's lock once per 70 ends, not once per end as stock does.
      */
     static final int RELEASE_CHUNK = 256;
+    /**
+     * The time between two deletes, at most. Chunks run back to back made a burst of a few
+     * milliseconds of one core once a landing, two thirds of the coordinator thread's CPU
+     * (flight recording at 32 clients), and on a broker's two cores the commits in flight then
+     * share the other one. Stock spreads the same work over its ends, one delete each.
+     */
+    static final Duration RELEASE_PACE = Duration.ofMillis(10);
+    /**
+     * How long after the last landing its entries and those still waiting have all left,
+     * unless the thread lags: deletes come sooner than {@link #RELEASE_PACE} when there are
+     * more chunks than paces left (after a state-topic outage, the queued ends of many
+     * landings: then one delete after another, each behind the tasks queued meanwhile).
+     */
+    static final Duration RELEASE_SPREAD = Duration.ofMillis(250);
 
     private final MLTransactionLogImpl delegate;
     private final TransactionMetadataPreserver preserver;
@@ -74,11 +89,15 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     /** Terminal entries appended or replayed and not released yet: their transaction's sequence. */
     private final Map<Position, Long> terminalEntries = Collections.synchronizedMap(new IdentityHashMap<>());
     /**
-     * Entries whose outcomes are durable, one list per ended transaction, gathered until the
-     * queued release runs (every action run before it, by one landing or several, joins it).
-     * Confined to the coordinator's thread.
+     * Entries whose outcomes are durable, one list per ended transaction, oldest first, until
+     * a delete takes them. Confined to the coordinator's thread, as are the three below.
      */
-    private List<List<Position>> gathered = new ArrayList<>();
+    private final ArrayDeque<List<Position>> releasable = new ArrayDeque<>();
+    private long releasableEntries;
+    /** When {@link #releasable} should be empty ({@link #RELEASE_SPREAD} after the last landing), in nanos. */
+    private long releaseByNanos;
+    /** A delete is queued or scheduled: it queues the next while entries wait. */
+    private boolean releasing;
 
     private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl delegate,
                                       TransactionMetadataPreserver preserver, TimeoutAborts timeoutAborts) {
@@ -131,44 +150,54 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
 
     /**
      * On the coordinator's thread: one landed record makes the outcomes of up to a group's
-     * transactions durable at once, and their entries leave the log in cursor deletes of
-     * about {@link #RELEASE_CHUNK} queued behind that task, not one per transaction (the
-     * cursor's lock taken and its mark-delete computed once per chunk, not a few hundred
-     * times in a burst beside the commits in flight), each behind what was queued meanwhile.
-     * A transaction's entries are never split between two deletes: as stock's, its delete
-     * releases all of them or, failing, leaves all of them for the next replay (a first entry
-     * left without its terminal entry would replay the transaction as open).
+     * transactions durable at once. Their entries leave the log in cursor deletes of about
+     * {@link #RELEASE_CHUNK} entries, one every {@link #RELEASE_PACE} or sooner so as to be
+     * done {@link #RELEASE_SPREAD} after the landing: the cursor's lock is taken and its
+     * mark-delete computed once per delete, not once per transaction, and the work is spread
+     * over the time to the next landing instead of run in one burst beside the commits in
+     * flight. A transaction's entries are never split between two deletes: as stock's, its
+     * delete releases all of them or, failing, leaves all of them for the next replay (a first
+     * entry left without its terminal entry would replay the transaction as open).
      */
     private void gather(List<Position> positions) {
-        if (gathered.isEmpty() && !preserver.execute(this::releaseGathered)) {
-            // Closed: the entries stay, and the next owner replays them.
-            return;
+        releasable.add(positions);
+        releasableEntries += positions.size();
+        releaseByNanos = preserver.thread().nanoTime() + RELEASE_SPREAD.toNanos();
+        if (!releasing) {
+            // Queued after the landing's other actions, which join this delete. Closed: the
+            // entries stay, and the next owner replays them.
+            releasing = preserver.execute(this::releaseNext);
         }
-        gathered.add(positions);
     }
 
-    private void releaseGathered() {
-        List<List<Position>> ends = gathered;
-        gathered = new ArrayList<>();
-        release(ends, 0);
-    }
-
-    private void release(List<List<Position>> ends, int from) {
+    private void releaseNext() {
         List<Position> chunk = new ArrayList<>(RELEASE_CHUNK + 8);
-        int next = from;
-        while (next < ends.size() && chunk.size() < RELEASE_CHUNK) {
-            chunk.addAll(ends.get(next++));
+        while (!releasable.isEmpty() && chunk.size() < RELEASE_CHUNK) {
+            chunk.addAll(releasable.poll());
         }
+        releasableEntries -= chunk.size();
         try {
             delegate.deletePosition(chunk).exceptionally(error -> releaseFailed(chunk, error));
         } finally {
             // Also after a delete that threw (logged by the thread, its entries stay): the rest
             // still go. Closed meanwhile: the rest stay, and the next owner replays them.
-            if (next < ends.size()) {
-                int rest = next;
-                preserver.execute(() -> release(ends, rest));
+            releasing = !releasable.isEmpty();
+            if (releasing) {
+                long delayNanos = nextReleaseDelayNanos();
+                if (delayNanos == 0) {
+                    preserver.execute(this::releaseNext);
+                } else {
+                    preserver.thread().schedule(this::releaseNext, Duration.ofNanos(delayNanos));
+                }
             }
         }
+    }
+
+    /** {@link #RELEASE_PACE}, or less: the chunks still waiting, evenly over the time left to {@link #releaseByNanos}. */
+    private long nextReleaseDelayNanos() {
+        long chunksLeft = (releasableEntries + RELEASE_CHUNK - 1) / RELEASE_CHUNK;
+        long timeLeft = Math.max(0, releaseByNanos - preserver.thread().nanoTime());
+        return Math.min(RELEASE_PACE.toNanos(), timeLeft / Math.max(1, chunksLeft));
     }
 
     private Void releaseFailed(List<Position> chunk, Throwable error) {

@@ -39,6 +39,8 @@ class LogReleaseTest {
 
     private static final long TC = 3;
     private static final Duration GROUP = TransactionMetadataPreserver.GROUP_COMMIT_INTERVAL;
+    private static final Duration PACE = RecordGatedTransactionLog.RELEASE_PACE;
+    private static final Duration SPREAD = RecordGatedTransactionLog.RELEASE_SPREAD;
     private static final PreserverConfig CONFIG = new PreserverConfig(10, 1000, Duration.ofHours(72),
             Duration.ofSeconds(300), Duration.ofSeconds(60));
 
@@ -115,13 +117,13 @@ class LogReleaseTest {
     }
 
     /**
-     * A second's ends leave in deletes of about {@link RecordGatedTransactionLog#RELEASE_CHUNK}
-     * entries (whole transactions until a delete holds that many), each queued behind what
-     * was queued meanwhile: a task that comes while a large release runs waits for one
-     * chunk, not for the whole release.
+     * A landing's ends leave in deletes of about {@link RecordGatedTransactionLog#RELEASE_CHUNK}
+     * entries (whole transactions until a delete holds that many), the first at once and
+     * then one every {@link RecordGatedTransactionLog#RELEASE_PACE}, not one burst: a task
+     * that comes meanwhile runs between two deletes.
      */
     @Test
-    void aLargeReleaseGoesInChunksWithTheTasksQueuedMeanwhileBetweenThem() {
+    void aLandingsEntriesLeaveInChunksOnePaceApart() {
         int ends = RecordGatedTransactionLog.RELEASE_CHUNK + RecordGatedTransactionLog.RELEASE_CHUNK / 2 + 3;
         for (long sequence = 1; sequence <= ends; sequence++) {
             end(sequence);
@@ -130,6 +132,17 @@ class LogReleaseTest {
 
         scheduler.advance(GROUP);
 
+        assertThat(transactionLog.deletes()).as("the first chunk at the landing").hasSize(1);
+        assertThat(calls.calls()).as("what came meanwhile ran before the next chunk")
+                .contains("queued during the first delete");
+        scheduler.advance(PACE.minusNanos(1));
+        assertThat(transactionLog.deletes()).as("not before a pace").hasSize(1);
+        scheduler.advance(Duration.ofNanos(1));
+        assertThat(transactionLog.deletes()).as("the second chunk a pace later").hasSize(2);
+        scheduler.advance(PACE.minusNanos(1));
+        assertThat(transactionLog.deletes()).hasSize(2);
+        scheduler.advance(PACE.plusNanos(1));
+
         // Two entries per end: a chunk holds the entries of RELEASE_CHUNK / 2 ends.
         int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
         assertThat(transactionLog.deletes()).extracting(Set::size)
@@ -137,15 +150,37 @@ class LogReleaseTest {
         List<String> released = new ArrayList<>();
         transactionLog.deletes().forEach(released::addAll);
         assertThat(released).as("every end's entries, once").hasSize(ends).doesNotHaveDuplicates();
-        List<String> order = calls.calls();
-        assertThat(order).contains("queued during the first delete");
-        int queued = order.indexOf("queued during the first delete");
-        Set<String> first = transactionLog.deletes().get(0);
-        Set<String> second = transactionLog.deletes().get(1);
-        assertThat(order.subList(0, queued)).as("the first chunk, before")
-                .containsAll(first.stream().map(key -> "log released " + key).toList());
-        assertThat(order.subList(queued, order.size())).as("the second chunk, after")
-                .containsAll(second.stream().map(key -> "log released " + key).toList());
+        assertThat(transactionLog.deletes().get(0)).as("oldest first").contains(TC + ":1");
+        scheduler.advance(PACE.multipliedBy(10));
+        assertThat(transactionLog.deletes()).as("nothing more").hasSize(4);
+    }
+
+    /**
+     * More chunks than paces fit in {@link RecordGatedTransactionLog#RELEASE_SPREAD} (the ends
+     * of a state-topic outage, landing at once): the deletes come sooner than a pace apart, so
+     * that all have left within the spread.
+     */
+    @Test
+    void moreChunksThanPacesLeaveWithinTheSpread() {
+        int chunks = 40;
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        assertThat(chunks).as("more chunks than paces in the spread")
+                .isGreaterThan((int) (SPREAD.toNanos() / PACE.toNanos()));
+        int ends = chunks * perChunk;
+        for (long sequence = 1; sequence <= ends; sequence++) {
+            end(sequence);
+        }
+
+        scheduler.advance(GROUP);
+        scheduler.advance(SPREAD.dividedBy(2));
+
+        int halfway = transactionLog.deletes().size();
+        assertThat(halfway).as("faster than a pace apart, and not all at once")
+                .isGreaterThan((int) (SPREAD.dividedBy(2).toNanos() / PACE.toNanos()) + 1)
+                .isLessThan(chunks);
+        scheduler.advance(SPREAD.dividedBy(2));
+        assertThat(transactionLog.deletes()).as("all within the spread").hasSize(chunks)
+                .allSatisfy(delete -> assertThat(delete).hasSize(perChunk));
     }
 
     /**
@@ -163,7 +198,7 @@ class LogReleaseTest {
         transactionLog.duringNextDelete(() -> closed[0] = preserver.closeAsync());
 
         scheduler.advance(GROUP);
-        scheduler.runReady();
+        scheduler.advance(SPREAD);
 
         assertThat(closed[0]).isCompleted();
         assertThat(transactionLog.deletes()).as("the first chunk only").hasSize(1);
@@ -186,7 +221,7 @@ class LogReleaseTest {
             end(sequence, 1);
         }
 
-        scheduler.advance(GROUP);
+        scheduler.advance(GROUP.plus(PACE));
 
         List<Set<String>> deletes = transactionLog.deletes();
         assertThat(deletes).extracting(Set::size).containsExactly(straddling, 14);
@@ -203,7 +238,7 @@ class LogReleaseTest {
         }
         transactionLog.failNextDeletes(1);
 
-        scheduler.advance(GROUP);
+        scheduler.advance(GROUP.plus(PACE));
 
         assertThat(calls.calls()).containsOnlyOnce("log release failed");
         assertThat(transactionLog.deletes()).hasSize(1);
@@ -226,6 +261,7 @@ class LogReleaseTest {
 
         assertThatThrownBy(() -> scheduler.advance(GROUP)).isInstanceOf(LinkageError.class);
         scheduler.runReady();
+        scheduler.advance(PACE);
 
         assertThat(calls.calls()).containsOnlyOnce("log release threw");
         assertThat(transactionLog.deletes()).hasSize(1);
