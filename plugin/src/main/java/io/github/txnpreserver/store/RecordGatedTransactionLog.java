@@ -76,10 +76,11 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
      */
     static final Duration RELEASE_PACE = Duration.ofMillis(10);
     /**
-     * How long after the last landing its entries and those still waiting have all left,
-     * unless the thread lags: deletes come sooner than {@link #RELEASE_PACE} when there are
-     * more chunks than paces left (after a state-topic outage, the queued ends of many
-     * landings: then one delete after another, each behind the tasks queued meanwhile).
+     * How long after the last release became due the entries waiting have all left, unless
+     * the thread lags: deletes come sooner than {@link #RELEASE_PACE} when there are more
+     * chunks than paces left (after a state-topic outage, the queued ends of many landings).
+     * Well under the group interval, so that one landing's entries are gone before the next
+     * lands, and what waits is at most about a quarter of a group's ends.
      */
     static final Duration RELEASE_SPREAD = Duration.ofMillis(250);
 
@@ -90,14 +91,19 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     private final Map<Position, Long> terminalEntries = Collections.synchronizedMap(new IdentityHashMap<>());
     /**
      * Entries whose outcomes are durable, one list per ended transaction, oldest first, until
-     * a delete takes them. Confined to the coordinator's thread, as are the three below.
+     * a delete takes them. Confined to the coordinator's thread, as are the four below.
      */
     private final ArrayDeque<List<Position>> releasable = new ArrayDeque<>();
     private long releasableEntries;
     /** When {@link #releasable} should be empty ({@link #RELEASE_SPREAD} after the last landing), in nanos. */
     private long releaseByNanos;
-    /** A delete is queued or scheduled: it queues the next while entries wait. */
+    /** A delete is queued or scheduled: it schedules the next while entries wait. */
     private boolean releasing;
+    /**
+     * The log is closing: what waits was deleted at once, and entries that become releasable
+     * later stay in the log for the next owner's replay (the cursor is closed).
+     */
+    private boolean closing;
 
     private RecordGatedTransactionLog(TransactionCoordinatorID tcId, MLTransactionLogImpl delegate,
                                       TransactionMetadataPreserver preserver, TimeoutAborts timeoutAborts) {
@@ -160,6 +166,10 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
      * entry left without its terminal entry would replay the transaction as open).
      */
     private void gather(List<Position> positions) {
+        assert preserver.thread().assertOwner();
+        if (closing) {
+            return;
+        }
         releasable.add(positions);
         releasableEntries += positions.size();
         releaseByNanos = preserver.thread().nanoTime() + RELEASE_SPREAD.toNanos();
@@ -171,25 +181,29 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
     }
 
     private void releaseNext() {
-        List<Position> chunk = new ArrayList<>(RELEASE_CHUNK + 8);
-        while (!releasable.isEmpty() && chunk.size() < RELEASE_CHUNK) {
-            chunk.addAll(releasable.poll());
-        }
-        releasableEntries -= chunk.size();
+        assert preserver.thread().assertOwner();
         try {
-            delegate.deletePosition(chunk).exceptionally(error -> releaseFailed(chunk, error));
+            releaseChunk();
         } finally {
             // Also after a delete that threw (logged by the thread, its entries stay): the rest
             // still go. Closed meanwhile: the rest stay, and the next owner replays them.
             releasing = !releasable.isEmpty();
             if (releasing) {
-                long delayNanos = nextReleaseDelayNanos();
-                if (delayNanos == 0) {
-                    preserver.execute(this::releaseNext);
-                } else {
-                    preserver.thread().schedule(this::releaseNext, Duration.ofNanos(delayNanos));
-                }
+                // A timer, even when due at once: the group's flush and other due timers come
+                // between two deletes.
+                preserver.thread().schedule(this::releaseNext, Duration.ofNanos(nextReleaseDelayNanos()));
             }
+        }
+    }
+
+    private void releaseChunk() {
+        List<Position> chunk = new ArrayList<>(RELEASE_CHUNK + 8);
+        while (!releasable.isEmpty() && chunk.size() < RELEASE_CHUNK) {
+            chunk.addAll(releasable.poll());
+        }
+        releasableEntries -= chunk.size();
+        if (!chunk.isEmpty()) {
+            delegate.deletePosition(chunk).exceptionally(error -> releaseFailed(chunk, error));
         }
     }
 
@@ -212,9 +226,27 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
         delegate.replayAsync(new OutcomeTap(callback));
     }
 
+    /**
+     * Deletes what waits for its paced release at once, before the cursor closes (its next
+     * owner then replays fewer entries), then closes the log. A coordinator already closed,
+     * or a thread shut down, leaves those entries to the next owner's replay.
+     */
     @Override
     public CompletableFuture<Void> closeAsync() {
-        return delegate.closeAsync();
+        CompletableFuture<Void> drained = new CompletableFuture<>();
+        preserver.thread().answer(drained, () -> {
+            closing = true;
+            while (!releasable.isEmpty()) {
+                try {
+                    releaseChunk();
+                } catch (RuntimeException | LinkageError e) {
+                    log.warn("Coordinator {}: could not release transaction log entries while closing: {}",
+                            preserver.coordinatorId(), e.toString());
+                }
+            }
+            drained.complete(null);
+        });
+        return drained.handle((ignored, error) -> null).thenCompose(ignored -> delegate.closeAsync());
     }
 
     @Override

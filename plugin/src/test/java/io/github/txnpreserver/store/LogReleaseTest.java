@@ -44,17 +44,31 @@ class LogReleaseTest {
     private static final PreserverConfig CONFIG = new PreserverConfig(10, 1000, Duration.ofHours(72),
             Duration.ofSeconds(300), Duration.ofSeconds(60));
 
-    private final ManualScheduler scheduler = new ManualScheduler(1_700_000_000_000L);
-    private final CallLog calls = new CallLog();
-    private final InMemoryStateTopic topic = new InMemoryStateTopic(calls);
-    private final InMemoryTransactionLog transactionLog = new InMemoryTransactionLog(calls);
-    private final TransactionMetadataPreserver preserver = new TransactionMetadataPreserver(TC, CONFIG, topic,
-            scheduler, new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), GROUP);
-    private final MLTransactionLogImpl log = RecordGatedTransactionLog.gate(new TransactionCoordinatorID(TC),
-            transactionLog.newMock(), preserver, new TimeoutAborts());
+    private ManualScheduler scheduler;
+    private CallLog calls;
+    private InMemoryStateTopic topic;
+    private InMemoryTransactionLog transactionLog;
+    private TransactionMetadataPreserver preserver;
+    private MLTransactionLogImpl log;
 
     @BeforeEach
     void restored() {
+        open(GROUP);
+    }
+
+    /** A coordinator whose preserver writes a group every {@code group}, restored. */
+    private void open(Duration group) {
+        if (scheduler != null) {
+            scheduler.shutdown();
+        }
+        scheduler = new ManualScheduler(1_700_000_000_000L);
+        calls = new CallLog();
+        topic = new InMemoryStateTopic(calls);
+        transactionLog = new InMemoryTransactionLog(calls);
+        preserver = new TransactionMetadataPreserver(TC, CONFIG, topic, scheduler,
+                new OutcomeMemoryBudget(CONFIG.maxMemoryBytes()), group);
+        log = RecordGatedTransactionLog.gate(new TransactionCoordinatorID(TC), transactionLog.newMock(), preserver,
+                new TimeoutAborts());
         CompletableFuture<Void> restored = preserver.startRestore(() -> Long.MAX_VALUE);
         scheduler.runReady();
         assertThat(restored).isCompleted();
@@ -63,6 +77,19 @@ class LogReleaseTest {
     @AfterEach
     void close() {
         scheduler.shutdown();
+    }
+
+    /** Steps the clock 1 ms at a time over {@code span}: the steps (ms from now) at which a delete came, one per delete. */
+    private List<Integer> deletesOver(Duration span) {
+        List<Integer> at = new ArrayList<>();
+        for (int step = 1; step <= span.toMillis(); step++) {
+            int before = transactionLog.deletes().size();
+            scheduler.advance(Duration.ofMillis(1));
+            for (int i = before; i < transactionLog.deletes().size(); i++) {
+                at.add(step);
+            }
+        }
+        return at;
     }
 
     /** An end as the stock store drives it: first entry, decision, terminal entry, ended, the release asked for. */
@@ -181,6 +208,90 @@ class LogReleaseTest {
         scheduler.advance(SPREAD.dividedBy(2));
         assertThat(transactionLog.deletes()).as("all within the spread").hasSize(chunks)
                 .allSatisfy(delete -> assertThat(delete).hasSize(perChunk));
+
+        // The next landing's few chunks are a pace apart again: what left is no longer counted.
+        for (long sequence = ends + 1; sequence <= ends + 3 * perChunk; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(GROUP);
+        assertThat(transactionLog.deletes()).as("the next landing's first chunk").hasSize(chunks + 1);
+        assertThat(deletesOver(SPREAD)).containsExactly(10, 20);
+    }
+
+    /**
+     * A record lands while the deletes of the one before are still paced (groups a tenth of
+     * a second apart): its entries join the same deletes, after the earlier ones, one delete
+     * at a time, and all have left within the spread of the later landing.
+     */
+    @Test
+    void aLandingDuringAPacedReleaseJoinsItAndExtendsItsSpread() {
+        Duration group = Duration.ofMillis(100);
+        open(group);
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        int firstEnds = 40 * perChunk;
+        for (long sequence = 1; sequence <= firstEnds; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(group);
+        assertThat(transactionLog.deletes()).as("the first landing's first chunk").hasSize(1);
+        List<Integer> before = deletesOver(Duration.ofMillis(50));
+        int secondEnds = 4 * perChunk;
+        for (long sequence = firstEnds + 1; sequence <= firstEnds + secondEnds; sequence++) {
+            end(sequence);
+        }
+
+        // The second record is written a group after its first change and lands at once: 150 ms after the first.
+        int secondLandedAt = 100;
+        List<Integer> after = deletesOver(Duration.ofMillis(secondLandedAt).plus(SPREAD).plus(PACE));
+
+        assertThat(before).as("one delete per step").doesNotHaveDuplicates();
+        assertThat(after).as("one delete per step: one chain, not two").doesNotHaveDuplicates();
+        assertThat(1 + before.size() + after.size()).as("every chunk of both landings, once").isEqualTo(44);
+        List<Integer> afterSecond = after.stream().filter(step -> step > secondLandedAt).toList();
+        for (int i = 1; i < afterSecond.size(); i++) {
+            assertThat(afterSecond.get(i) - afterSecond.get(i - 1))
+                    .as("a pace apart: fewer chunks than paces in the later landing's spread").isEqualTo(10);
+        }
+        assertThat(afterSecond.get(afterSecond.size() - 1)).as("within the later landing's spread")
+                .isLessThanOrEqualTo(secondLandedAt + (int) SPREAD.toMillis());
+        List<Long> released = new ArrayList<>();
+        transactionLog.deletes().forEach(delete -> released.addAll(
+                delete.stream().map(LogReleaseTest::sequenceOf).sorted().toList()));
+        assertThat(released).as("oldest first, every end once").hasSize(firstEnds + secondEnds)
+                .doesNotHaveDuplicates().isSorted();
+    }
+
+    private static long sequenceOf(String key) {
+        return Long.parseLong(key.substring(key.indexOf(':') + 1));
+    }
+
+    /**
+     * The log closes (the stock store closes it before the preserver closes) while chunks wait
+     * for their pace: they are deleted at once, before the cursor closes, and nothing reaches
+     * the closed log afterwards, neither a paced delete nor a later landing's.
+     */
+    @Test
+    void aCloseOfTheLogDeletesWhatWaitsAtOnceAndNothingAfter() {
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        for (long sequence = 1; sequence <= 4 * perChunk; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(GROUP);
+        assertThat(transactionLog.deletes()).hasSize(1);
+
+        CompletableFuture<Void> closed = log.closeAsync();
+        scheduler.runReady();
+
+        assertThat(closed).isCompleted();
+        assertThat(transactionLog.deletes()).as("what waited, at once").hasSize(4);
+        List<String> order = calls.calls();
+        assertThat(order.indexOf("log closed")).as("after the last delete")
+                .isGreaterThan(order.lastIndexOf("log released " + TC + ":" + 4 * perChunk));
+        for (long sequence = 4 * perChunk + 1; sequence <= 5 * perChunk; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(GROUP.plus(SPREAD));
+        assertThat(transactionLog.deletes()).as("none after the close").hasSize(4);
     }
 
     /**

@@ -76,7 +76,10 @@ public final class InMemoryTransactionLog {
             release(call.getArgument(0));
             return CompletableFuture.completedFuture(null);
         });
-        when(mock.closeAsync()).thenReturn(CompletableFuture.completedFuture(null));
+        when(mock.closeAsync()).thenAnswer(call -> {
+            callLog.record("log closed");
+            return CompletableFuture.completedFuture(null);
+        });
         doAnswer(call -> {
             replay(call.getArgument(0));
             return null;
