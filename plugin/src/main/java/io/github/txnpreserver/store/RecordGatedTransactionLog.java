@@ -11,6 +11,8 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.ManagedLedger;
 import org.apache.bookkeeper.mledger.ManagedLedgerConfig;
@@ -83,6 +85,8 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
      * lands, and what waits is at most about a quarter of a group's ends.
      */
     static final Duration RELEASE_SPREAD = Duration.ofMillis(250);
+    /** How long a closing log waits for the deletes of what waited, before its cursor closes. */
+    static final Duration CLOSE_DRAIN_WAIT = Duration.ofSeconds(5);
 
     private final MLTransactionLogImpl delegate;
     private final TransactionMetadataPreserver preserver;
@@ -196,15 +200,17 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
         }
     }
 
-    private void releaseChunk() {
+    /** @return completes once the delete is answered (failed or not), at once if nothing waited */
+    private CompletableFuture<Void> releaseChunk() {
         List<Position> chunk = new ArrayList<>(RELEASE_CHUNK + 8);
         while (!releasable.isEmpty() && chunk.size() < RELEASE_CHUNK) {
             chunk.addAll(releasable.poll());
         }
         releasableEntries -= chunk.size();
-        if (!chunk.isEmpty()) {
-            delegate.deletePosition(chunk).exceptionally(error -> releaseFailed(chunk, error));
+        if (chunk.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
         }
+        return delegate.deletePosition(chunk).exceptionally(error -> releaseFailed(chunk, error));
     }
 
     /** {@link #RELEASE_PACE}, or less: the chunks still waiting, evenly over the time left to {@link #releaseByNanos}. */
@@ -228,25 +234,35 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
 
     /**
      * Deletes what waits for its paced release at once, before the cursor closes (its next
-     * owner then replays fewer entries), then closes the log. A coordinator already closed,
-     * or a thread shut down, leaves those entries to the next owner's replay.
+     * owner then replays fewer entries), waits for those deletes (at most
+     * {@link #CLOSE_DRAIN_WAIT}), then closes the log off the coordinator's thread (the stock
+     * close waits for the stock store's executor). A coordinator already closed, or a thread
+     * shut down, leaves those entries to the next owner's replay.
      */
     @Override
     public CompletableFuture<Void> closeAsync() {
         CompletableFuture<Void> drained = new CompletableFuture<>();
         preserver.thread().answer(drained, () -> {
-            closing = true;
-            while (!releasable.isEmpty()) {
-                try {
-                    releaseChunk();
-                } catch (RuntimeException | LinkageError e) {
-                    log.warn("Coordinator {}: could not release transaction log entries while closing: {}",
-                            preserver.coordinatorId(), e.toString());
+            assert preserver.thread().assertOwner();
+            List<CompletableFuture<Void>> deletes = new ArrayList<>();
+            try {
+                closing = true;
+                while (!releasable.isEmpty()) {
+                    try {
+                        deletes.add(releaseChunk());
+                    } catch (RuntimeException | LinkageError e) {
+                        log.warn("Coordinator {}: could not release transaction log entries while closing: {}",
+                                preserver.coordinatorId(), e.toString());
+                    }
                 }
+            } finally {
+                CompletableFuture.allOf(deletes.toArray(CompletableFuture[]::new))
+                        .orTimeout(CLOSE_DRAIN_WAIT.toMillis(), TimeUnit.MILLISECONDS)
+                        .whenComplete((done, error) -> drained.complete(null));
             }
-            drained.complete(null);
         });
-        return drained.handle((ignored, error) -> null).thenCompose(ignored -> delegate.closeAsync());
+        return drained.handle((ignored, error) -> null)
+                .thenComposeAsync(ignored -> delegate.closeAsync(), ForkJoinPool.commonPool());
     }
 
     @Override

@@ -282,7 +282,7 @@ class LogReleaseTest {
         CompletableFuture<Void> closed = log.closeAsync();
         scheduler.runReady();
 
-        assertThat(closed).isCompleted();
+        assertThat(closed).succeedsWithin(Duration.ofSeconds(10));
         assertThat(transactionLog.deletes()).as("what waited, at once").hasSize(4);
         List<String> order = calls.calls();
         assertThat(order.indexOf("log closed")).as("after the last delete")
@@ -292,6 +292,57 @@ class LogReleaseTest {
         }
         scheduler.advance(GROUP.plus(SPREAD));
         assertThat(transactionLog.deletes()).as("none after the close").hasSize(4);
+    }
+
+    /**
+     * A delete that throws while the closing log deletes what waits costs only its own
+     * entries: the rest are deleted, and the log still closes.
+     */
+    @Test
+    void aDeleteThatThrowsWhileTheLogClosesLeavesOnlyItsEntriesAndTheLogCloses() {
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        for (long sequence = 1; sequence <= 4 * perChunk; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(GROUP);
+        transactionLog.throwNextDeletes(1);
+
+        CompletableFuture<Void> closed = log.closeAsync();
+        scheduler.runReady();
+
+        assertThat(closed).succeedsWithin(Duration.ofSeconds(10));
+        assertThat(calls.calls()).containsOnlyOnce("log release threw").contains("log closed");
+        assertThat(transactionLog.deletes()).as("the first chunk, then the last two").hasSize(3);
+        assertThat(transactionLog.deletes().get(1)).as("the second chunk's entries stay")
+                .doesNotContain(TC + ":" + (perChunk + 1)).contains(TC + ":" + (2 * perChunk + 1));
+    }
+
+    /**
+     * The coordinator closed first (its writer was fenced), or its thread is shut down: the
+     * log still closes when the stock store closes it, and what waited stays for the next
+     * owner's replay.
+     */
+    @Test
+    void aLogWhoseCoordinatorClosedFirstStillCloses() {
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        for (long sequence = 1; sequence <= 2 * perChunk; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(GROUP);
+        CompletableFuture<Void> coordinatorClosed = preserver.closeAsync();
+        scheduler.runReady();
+        assertThat(coordinatorClosed).isCompleted();
+
+        CompletableFuture<Void> closed = log.closeAsync();
+        scheduler.runReady();
+
+        assertThat(closed).succeedsWithin(Duration.ofSeconds(10));
+        assertThat(calls.calls()).contains("log closed");
+        assertThat(transactionLog.deletes()).as("the second chunk stays").hasSize(1);
+
+        scheduler.shutdown();
+        assertThat(RecordGatedTransactionLog.gate(new TransactionCoordinatorID(TC), transactionLog.newMock(), preserver,
+                new TimeoutAborts()).closeAsync()).as("its thread shut down").succeedsWithin(Duration.ofSeconds(10));
     }
 
     /**
