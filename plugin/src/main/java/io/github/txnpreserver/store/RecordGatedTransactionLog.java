@@ -11,7 +11,6 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.mledger.ManagedCursor;
 import org.apache.bookkeeper.mledger.ManagedLedger;
@@ -261,8 +260,8 @@ public final class RecordGatedTransactionLog extends MLTransactionLogImpl {
                         .whenComplete((done, error) -> drained.complete(null));
             }
         });
-        return drained.handle((ignored, error) -> null)
-                .thenComposeAsync(ignored -> delegate.closeAsync(), ForkJoinPool.commonPool());
+        return drained.handle((ignored, error) -> null).thenComposeAsync(ignored -> delegate.closeAsync(),
+                preserver.thread().blockingExecutor("txn-preserver-log-close-" + preserver.coordinatorId()));
     }
 
     @Override
