@@ -133,6 +133,7 @@ public final class Benchmark {
                 rounds);
         Side stock = new Side("stock");
         Side plugin = new Side("plugin");
+        HostSteal.Sample brokersFrom = HostSteal.now();
         for (int round = 1; round <= rounds; round++) {
             // The side that starts first alternates too: each round's turns begin with it.
             List<Side> order = round % 2 == 1 ? List.of(stock, plugin) : List.of(plugin, stock);
@@ -150,6 +151,7 @@ public final class Benchmark {
                         measured, perfSeconds);
             }
         }
+        say("over the brokers' rounds: %s", HostSteal.between(brokersFrom, HostSteal.now()));
 
         say("");
         say("%-34s %12s %12s %8s", "", "stock", "plugin", "ratio");
@@ -429,17 +431,19 @@ public final class Benchmark {
                 // The warm-up commits and the client's setup included: a slice is counted as met
                 // by a flush more often than its measured commits were.
                 long from = System.currentTimeMillis();
+                HostSteal.Sample stealFrom = HostSteal.now();
                 Histogram latency = BrokerDriver.commitLatency(side.broker.serviceUrl(),
                         prefix + side.name + "-latency", latencyTxns / slices / 10, latencyTxns / slices);
                 BrokerEvents.Counts events = side.eventsBetween(from, System.currentTimeMillis());
+                String steal = HostSteal.between(stealFrom, HostSteal.now());
                 side.latency.add(latency);
                 side.latencySlices.add(latency);
                 if (events.quiet()) {
                     side.latencySlicesQuiet.add(latency);
                 }
-                say("%-6s commit latency p50 %.2f ms, p99 %.2f ms over %d commits; meanwhile %s", side.name,
+                say("%-6s commit latency p50 %.2f ms, p99 %.2f ms over %d commits; meanwhile %s, %s", side.name,
                         latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(99) / 1000.0,
-                        latency.getTotalCount(), events.describe());
+                        latency.getTotalCount(), events.describe(), steal);
             }
         }
         Map<Side, BrokerDriver.Throughput> most = new LinkedHashMap<>();
@@ -492,18 +496,21 @@ public final class Benchmark {
             Duration sliceMeasured = Duration.ofMillis((long) Math.ceil(sliceSeconds * 1000) + 1);
             for (int slice = 0; slice < slices; slice++) {
                 for (Side side : turn(order, slice)) {
+                    // Over the slice with its unmeasured warm-up.
+                    HostSteal.Sample stealFrom = HostSteal.now();
                     BrokerDriver.OpenLoop run = BrokerDriver.openLoop(side.broker.serviceUrl(), side.broker.pid(),
                             prefix + side.name + "-open-loop-" + share, OPEN_LOOP_CLIENTS, openRate, warmup,
                             sliceMeasured);
+                    String steal = HostSteal.between(stealFrom, HostSteal.now());
                     BrokerEvents.Counts events = side.eventsBetween(run.fromWallMillis(), run.toWallMillis());
                     side.addOpenLoop(share, run, events);
                     say("%-6s open loop at %d %% (%.0f txn/s over %d connections): %d of %d committed (%d failed),"
                                     + " p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms from the intended start; broker CPU"
-                                    + " %.0f us per txn; load generator at most %.1f ms late%s; meanwhile %s", side.name,
-                            share, openRate, OPEN_LOOP_CLIENTS, run.committed(), run.intended(), run.failed(),
-                            millis(run.latency(), 50), millis(run.latency(), 99), millis(run.latency(), 99.9),
-                            run.brokerCpuMicrosPerTxn(), run.maxLateStartMillis(),
-                            Side.keptUp(run) ? "" : "; FELL BEHIND", events.describe());
+                                    + " %.0f us per txn; load generator at most %.1f ms late%s; meanwhile %s, %s",
+                            side.name, share, openRate, OPEN_LOOP_CLIENTS, run.committed(), run.intended(),
+                            run.failed(), millis(run.latency(), 50), millis(run.latency(), 99),
+                            millis(run.latency(), 99.9), run.brokerCpuMicrosPerTxn(), run.maxLateStartMillis(),
+                            Side.keptUp(run) ? "" : "; FELL BEHIND", events.describe(), steal);
                 }
             }
         }
