@@ -149,6 +149,12 @@ public final class Benchmark {
                 plugin.other = stock;
                 measure(order, round, rounds, slices, latencyTxns, openLoopCommits, brokerWarmup, settle, warmup,
                         measured, perfSeconds);
+            } finally {
+                for (Side side : order) {
+                    if (side.broker != null) {
+                        RunData.drop(side.broker.dir());
+                    }
+                }
             }
         }
         say("over the brokers' rounds: %s", HostSteal.between(brokersFrom, HostSteal.now()));
