@@ -122,6 +122,11 @@ final class BrokerEvents {
         long startMillis() {
             return endMillis - (long) Math.ceil(millis);
         }
+
+        /** Whether the pause meets the interval from {@code fromMillis} to {@code toMillis}. */
+        boolean overlaps(long fromMillis, long toMillis) {
+            return endMillis >= fromMillis && startMillis() <= toMillis;
+        }
     }
 
     /** Every collector pause the broker in {@code dir} logged, in order. */

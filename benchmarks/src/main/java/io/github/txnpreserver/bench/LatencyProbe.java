@@ -225,7 +225,7 @@ public final class LatencyProbe {
         long total = 0;
         long longest = 0;
         for (BrokerEvents.Pause pause : pauses) {
-            if (pause.endMillis() >= from && pause.startMillis() <= to) {
+            if (pause.overlaps(from, to)) {
                 long millis = pause.endMillis() - pause.startMillis();
                 count++;
                 total += millis;
@@ -236,7 +236,7 @@ public final class LatencyProbe {
         long slow = 0;
         long slowCount = 0;
         for (long[] c : commits) {
-            boolean overlaps = pauses.stream().anyMatch(pause -> pause.endMillis() >= c[0] && pause.startMillis() <= c[1]);
+            boolean overlaps = pauses.stream().anyMatch(pause -> pause.overlaps(c[0], c[1]));
             all += overlaps ? 1 : 0;
             if (c[2] > p99) {
                 slowCount++;
