@@ -160,10 +160,19 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
 
     @Override
     public CompletableFuture<TxnMeta> getTxnMeta(TxnID txnId) {
-        return unavailableAsNotFoundCoordinator(resolver.resolve(txnId)).thenCompose(answer ->
-                answer.resolution() == Resolution.NOT_FOUND
-                        ? FutureUtil.failedFuture(notFound(txnId))
-                        : CompletableFuture.completedFuture(answer.meta()));
+        CompletableFuture<OutcomeResolver.Answer> resolved = resolver.resolve(txnId);
+        // A live transaction's answer is there at once: the broker asks twice per end, so it
+        // is answered without the stages an answer of the coordinator's thread needs.
+        if (resolved.isDone() && !resolved.isCompletedExceptionally()) {
+            return metaOf(txnId, resolved.join());
+        }
+        return unavailableAsNotFoundCoordinator(resolved).thenCompose(answer -> metaOf(txnId, answer));
+    }
+
+    private CompletableFuture<TxnMeta> metaOf(TxnID txnId, OutcomeResolver.Answer answer) {
+        return answer.resolution() == Resolution.NOT_FOUND
+                ? FutureUtil.failedFuture(notFound(txnId))
+                : CompletableFuture.completedFuture(answer.meta());
     }
 
     /**
@@ -484,20 +493,20 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     private static CompletableFuture<Void> joinOrRun(Map<Long, InFlight> inFlight, TxnID txnId, TxnStatus newStatus,
                                                      Supplier<CompletableFuture<Void>> step) {
         long sequence = txnId.getLeastSigBits();
-        InFlight mine = new InFlight(newStatus, new CompletableFuture<>());
+        InFlight mine = new InFlight(newStatus);
         InFlight running = inFlight.putIfAbsent(sequence, mine);
         if (running != null) {
-            return running.status() == newStatus ? running.result() : call(step);
+            return running.status == newStatus ? running : call(step);
         }
         call(step).whenComplete((ignored, error) -> {
             inFlight.remove(sequence, mine);
             if (error == null) {
-                mine.result().complete(null);
+                mine.complete(null);
             } else {
-                mine.result().completeExceptionally(FutureUtil.unwrapCompletionException(error));
+                mine.completeExceptionally(FutureUtil.unwrapCompletionException(error));
             }
         });
-        return mine.result();
+        return mine;
     }
 
     /** A step that throws is a step that failed: its in-flight entry must not outlive it. */
@@ -509,7 +518,13 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         }
     }
 
-    private record InFlight(TxnStatus status, CompletableFuture<Void> result) {
+    /** A step towards {@code status}, its result shared by the identical requests that join it. */
+    private static final class InFlight extends CompletableFuture<Void> {
+        private final TxnStatus status;
+
+        private InFlight(TxnStatus status) {
+            this.status = status;
+        }
     }
 
 
@@ -520,6 +535,13 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      * the kept outcome (kept before the terminal entry), not refused for its status.
      */
     private TxnMeta liveTxnMeta(TxnID txnId) {
+        // At or below the stock store's low water mark (its oldest live sequence, less one) no
+        // transaction is live. The broker's timeout tracker asks about every transaction at its
+        // timeout, long after most have ended: asked, the stock store would answer each with a
+        // stack-traced TransactionNotFoundException (docs/performance.md, "The open-loop tail").
+        if (txnId.getLeastSigBits() <= getLowWaterMark()) {
+            return null;
+        }
         CompletableFuture<TxnMeta> live = super.getTxnMeta(txnId);
         if (!live.isDone() || live.isCompletedExceptionally()) {
             return null;
