@@ -539,6 +539,8 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
         // transaction is live. The broker's timeout tracker asks about every transaction at its
         // timeout, long after most have ended: asked, the stock store would answer each with a
         // stack-traced TransactionNotFoundException (docs/performance.md, "The open-loop tail").
+        // With no transaction live, the mark is itself a caught exception: then the ask costs
+        // one more, on a coordinator that is idle.
         if (txnId.getLeastSigBits() <= getLowWaterMark()) {
             return null;
         }

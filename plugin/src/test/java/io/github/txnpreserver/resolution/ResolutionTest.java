@@ -99,6 +99,30 @@ class ResolutionTest {
     }
 
     @Test
+    void theOldestLiveTransactionAndOneAboveAnEndedOneStayPendingAsTheLowWaterMarkMoves() {
+        TxnID oldest = coordinator.open("alice");
+        TxnID ended = coordinator.open("alice");
+        TxnID newest = coordinator.open("alice");
+        assertThat(oldest.getLeastSigBits()).as("the coordinator's first sequence").isZero();
+        await(coordinator.abort(ended, "alice"));
+
+        assertThat(await(coordinator.store().getTxnMeta(oldest)).status()).isEqualTo(TxnStatus.OPEN);
+        assertThat(await(coordinator.store().getTxnMeta(newest)).status()).isEqualTo(TxnStatus.OPEN);
+        assertThat(resolutionOf(ended)).isEqualTo(Resolution.KEPT);
+
+        await(coordinator.commit(oldest, "alice"));
+
+        assertThat(coordinator.store().getLowWaterMark()).as("below the newest, the one live")
+                .isEqualTo(newest.getLeastSigBits() - 1);
+        assertThat(await(coordinator.store().getTxnMeta(newest)).status()).isEqualTo(TxnStatus.OPEN);
+        assertThat(await(coordinator.store().getTxnMeta(oldest)).status()).isEqualTo(TxnStatus.COMMITTING);
+        assertThat(resolutionOf(oldest)).isEqualTo(Resolution.KEPT);
+        await(coordinator.abort(newest, "alice"));
+        assertThat(await(coordinator.store().getTxnMeta(newest)).status()).as("none live: the mark is 0")
+                .isEqualTo(TxnStatus.ABORTING);
+    }
+
+    @Test
     void aTransactionsObservedLifecycleFollowsTheTransitionTable() {
         TxnID txn = new TxnID(CoordinatorHarness.TC_ID, 0);
         List<Resolution> observed = new ArrayList<>();
