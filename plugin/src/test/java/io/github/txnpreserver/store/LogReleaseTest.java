@@ -219,6 +219,31 @@ class LogReleaseTest {
     }
 
     /**
+     * More chunks than paces: the deletes after the landing's first are spread evenly over the
+     * spread, the last one at its end, not sooner and not bunched there.
+     */
+    @Test
+    void moreChunksThanPacesLeaveEvenlySpacedTheLastAtTheSpreadsEnd() {
+        int chunks = 40;
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        for (long sequence = 1; sequence <= chunks * perChunk; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(GROUP);
+        assertThat(transactionLog.deletes()).as("the first at the landing").hasSize(1);
+
+        List<Integer> at = deletesOver(SPREAD);
+
+        assertThat(at).as("the other chunks").hasSize(chunks - 1);
+        assertThat(at.get(at.size() - 1)).as("the last at the spread's end").isEqualTo((int) SPREAD.toMillis());
+        long even = SPREAD.toNanos() / (chunks - 1);
+        for (int k = 1; k <= at.size(); k++) {
+            assertThat((long) at.get(k - 1)).as("delete %d, a %d ns share of the spread apart", k, even)
+                    .isBetween(k * even / 1_000_000, k * even / 1_000_000 + 1);
+        }
+    }
+
+    /**
      * A record lands while the deletes of the one before are still paced (groups a tenth of
      * a second apart): its entries join the same deletes, after the earlier ones, one delete
      * at a time, and all have left within the spread of the later landing.
@@ -292,6 +317,29 @@ class LogReleaseTest {
         }
         scheduler.advance(GROUP.plus(SPREAD));
         assertThat(transactionLog.deletes()).as("none after the close").hasSize(4);
+    }
+
+    /** The stock log closes only once the deletes of the close are answered: its cursor is still open for them. */
+    @Test
+    void aCloseWaitsForItsDeletesBeforeItClosesTheStockLog() {
+        int perChunk = RecordGatedTransactionLog.RELEASE_CHUNK / 2;
+        for (long sequence = 1; sequence <= 2 * perChunk; sequence++) {
+            end(sequence);
+        }
+        scheduler.advance(GROUP);
+        CompletableFuture<Void> heldDelete = new CompletableFuture<>();
+        transactionLog.answerNextDeleteWith(heldDelete);
+
+        CompletableFuture<Void> closed = log.closeAsync();
+        scheduler.runReady();
+
+        assertThat(transactionLog.deletes()).as("the waiting chunk, asked at once").hasSize(2);
+        assertThat(closed).as("its delete unanswered").isNotDone();
+        assertThat(calls.calls()).doesNotContain("log closed");
+        heldDelete.complete(null);
+        scheduler.runReady();
+        assertThat(closed).succeedsWithin(Duration.ofSeconds(10));
+        assertThat(calls.calls()).contains("log closed");
     }
 
     /**

@@ -122,6 +122,22 @@ class StoreSurfaceTest {
     }
 
     @Test
+    void aTransactionNotLiveAskedWhileTheRestoreReadsIsAnsweredLaterAsACoordinatorToLookUpAgain() {
+        Unopened store = new Unopened(preserver, new InMemoryTransactionLog(calls).newMock());
+        try {
+            CompletableFuture<TxnMeta> meta = store.getTxnMeta(new TxnID(3, 5));
+
+            assertThat(meta).as("answered by the coordinator's thread, once the restore is read").isNotDone();
+            scheduler.advance(TransactionMetadataPreserver.RESTORE_WAIT);
+            assertThat(failureOf(meta)).isInstanceOf(CoordinatorNotFoundException.class)
+                    .hasMessageContaining("is still reading its state topic");
+        } finally {
+            store.closeAsync();
+            scheduler.shutdown();
+        }
+    }
+
+    @Test
     void scansForStuckTransactionsEveryStuckAfterWhenShorterThanFiveSeconds() {
         Unopened store = new Unopened(preserver, new InMemoryTransactionLog(calls).newMock());
         try {

@@ -42,6 +42,7 @@ public final class InMemoryTransactionLog {
     private int deleteFailuresLeft;
     private int deleteThrowsLeft;
     private Runnable duringNextDelete;
+    private CompletableFuture<Void> nextDeleteAnswer;
 
     public InMemoryTransactionLog(CallLog callLog) {
         this.callLog = callLog;
@@ -74,7 +75,11 @@ public final class InMemoryTransactionLog {
                 }
             }
             release(call.getArgument(0));
-            return CompletableFuture.completedFuture(null);
+            synchronized (this) {
+                CompletableFuture<Void> held = nextDeleteAnswer;
+                nextDeleteAnswer = null;
+                return held != null ? held : CompletableFuture.completedFuture(null);
+            }
         });
         when(mock.closeAsync()).thenAnswer(call -> {
             callLog.record("log closed");
@@ -138,6 +143,11 @@ public final class InMemoryTransactionLog {
     /** The next {@code count} calls of the cursor's delete throw instead of answering. */
     public synchronized void throwNextDeletes(int count) {
         deleteThrowsLeft = count;
+    }
+
+    /** The next call of the cursor's delete releases its entries and answers with {@code answer}, when the test completes it. */
+    public synchronized void answerNextDeleteWith(CompletableFuture<Void> answer) {
+        nextDeleteAnswer = answer;
     }
 
     /** Runs {@code action} inside the next call of the cursor's delete, before that delete is done. */
