@@ -138,6 +138,19 @@ class StoreSurfaceTest {
     }
 
     @Test
+    void aTransactionNotLiveAskedOfACoordinatorWhoseThreadStoppedFailsItsAnswerNotItsCaller() {
+        Unopened store = new Unopened(preserver, new InMemoryTransactionLog(calls).newMock());
+        scheduler.shutdown();
+        try {
+            CompletableFuture<TxnMeta> meta = store.getTxnMeta(new TxnID(3, 5));
+
+            assertThat(failureOf(meta)).as("a coordinator to look up again").isInstanceOf(CoordinatorNotFoundException.class);
+        } finally {
+            store.closeAsync();
+        }
+    }
+
+    @Test
     void scansForStuckTransactionsEveryStuckAfterWhenShorterThanFiveSeconds() {
         Unopened store = new Unopened(preserver, new InMemoryTransactionLog(calls).newMock());
         try {
