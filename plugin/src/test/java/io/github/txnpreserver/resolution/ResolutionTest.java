@@ -117,9 +117,10 @@ class ResolutionTest {
         assertThat(await(coordinator.store().getTxnMeta(newest)).status()).isEqualTo(TxnStatus.OPEN);
         assertThat(await(coordinator.store().getTxnMeta(oldest)).status()).isEqualTo(TxnStatus.COMMITTING);
         assertThat(resolutionOf(oldest)).isEqualTo(Resolution.KEPT);
+        assertThat(resolutionOf(ended)).as("at the mark").isEqualTo(Resolution.KEPT);
         await(coordinator.abort(newest, "alice"));
-        assertThat(await(coordinator.store().getTxnMeta(newest)).status()).as("none live: the mark is 0")
-                .isEqualTo(TxnStatus.ABORTING);
+        assertThat(coordinator.store().getLowWaterMark()).as("none live").isZero();
+        assertThat(await(coordinator.store().getTxnMeta(newest)).status()).isEqualTo(TxnStatus.ABORTING);
     }
 
     @Test

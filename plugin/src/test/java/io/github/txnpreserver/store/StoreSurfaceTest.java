@@ -122,13 +122,15 @@ class StoreSurfaceTest {
     }
 
     @Test
-    void aTransactionNotLiveAskedWhileTheRestoreReadsIsAnsweredLaterAsACoordinatorToLookUpAgain() {
+    void aTransactionNotLiveAskedBeforeTheRestoreEndsIsAnsweredAfterTheRestoreWaitAsACoordinatorToLookUpAgain() {
         Unopened store = new Unopened(preserver, new InMemoryTransactionLog(calls).newMock());
         try {
             CompletableFuture<TxnMeta> meta = store.getTxnMeta(new TxnID(3, 5));
 
             assertThat(meta).as("answered by the coordinator's thread, once the restore is read").isNotDone();
-            scheduler.advance(TransactionMetadataPreserver.RESTORE_WAIT);
+            scheduler.advance(TransactionMetadataPreserver.RESTORE_WAIT.minusMillis(1));
+            assertThat(meta).as("the whole restore wait").isNotDone();
+            scheduler.advance(Duration.ofMillis(1));
             assertThat(failureOf(meta)).isInstanceOf(CoordinatorNotFoundException.class)
                     .hasMessageContaining("is still reading its state topic");
         } finally {

@@ -145,7 +145,10 @@ public final class InMemoryTransactionLog {
         deleteThrowsLeft = count;
     }
 
-    /** The next call of the cursor's delete releases its entries and answers with {@code answer}, when the test completes it. */
+    /**
+     * The next call of the cursor's delete that releases its entries (not one made to throw or
+     * fail) answers with {@code answer}, when the test completes it.
+     */
     public synchronized void answerNextDeleteWith(CompletableFuture<Void> answer) {
         nextDeleteAnswer = answer;
     }
