@@ -166,24 +166,48 @@ class FailoverIT {
             LocalCluster.Broker stateTopicOwner = coordinatorOwner == cluster.broker(0) ? cluster.broker(1)
                     : cluster.broker(0);
             moveStateTopicTo(cluster, coordinatorOwner, stateTopicOwner);
+            // The data stays on the broker that lives: a send in flight across the kill would be
+            // resent and written twice (no deduplication), which is not what this test reads for.
+            cluster.moveTopic(topic, coordinatorOwner);
 
             List<TxnID> confirmed = java.util.Collections.synchronizedList(new ArrayList<>());
-            java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+            // Commits sent but not answered with success, and transactions whose send failed: each
+            // resolved by a retry below; the value each transaction carries.
+            List<TxnID> commitUnconfirmed = java.util.Collections.synchronizedList(new ArrayList<>());
+            List<TxnID> sendFailed = java.util.Collections.synchronizedList(new ArrayList<>());
+            Map<TxnID, String> values = new java.util.concurrent.ConcurrentHashMap<>();
+            java.util.concurrent.atomic.AtomicInteger notOpened = new java.util.concurrent.atomic.AtomicInteger();
             java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+            java.util.concurrent.atomic.AtomicReference<Throwable> workerFailure =
+                    new java.util.concurrent.atomic.AtomicReference<>();
             List<Long> confirmedAtNanos = java.util.Collections.synchronizedList(new ArrayList<>());
             Thread committer = new Thread(() -> {
                 try (PulsarClient client = Txns.client(coordinatorOwner.serviceUrl());
                      Producer<String> producer = Txns.producer(client, topic)) {
                     for (int i = 0; running.get(); i++) {
+                        Transaction txn;
                         try {
-                            confirmed.add(Txns.committed(client, producer, "value-" + i));
-                            confirmedAtNanos.add(System.nanoTime());
+                            txn = Txns.open(client, Duration.ofMinutes(10));
                         } catch (Exception e) {
-                            failed.incrementAndGet();
+                            notOpened.incrementAndGet();
+                            continue;
+                        }
+                        values.put(txn.getTxnID(), "value-" + i);
+                        try {
+                            producer.newMessage(txn).value("value-" + i).send();
+                        } catch (Exception e) {
+                            sendFailed.add(txn.getTxnID());
+                            continue;
+                        }
+                        if (answerTo(txn.commit()) == null) {
+                            confirmed.add(txn.getTxnID());
+                            confirmedAtNanos.add(System.nanoTime());
+                        } else {
+                            commitUnconfirmed.add(txn.getTxnID());
                         }
                     }
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
+                } catch (Throwable e) {
+                    workerFailure.set(e);
                 }
             }, "committer");
             committer.start();
@@ -198,20 +222,47 @@ class FailoverIT {
             long waitingBound = (long) BrokerMetrics.ofCoordinatorZero(coordinatorOwner.httpUrl(),
                     "pulsar_txn_preserver_ends_refused_total");
             running.set(false);
-            committer.join(60_000);
+            // The iteration under way ends: its open and commit are bounded by 2 minutes each, and its
+            // send, on a broker that lives, is answered.
+            committer.join(Txns.REQUEST_BOUND.multipliedBy(3).plusMinutes(1).toMillis());
+            assertThat(committer.isAlive()).as("the committer ended").isFalse();
+            assertThat(workerFailure.get()).as("the committer's failure").isNull();
             int afterKill = confirmed.size() - beforeKill;
-            System.out.printf("state topic's broker killed: %d commits confirmed before, %d after (%d failed and"
-                    + " retried by the test's loop); longest pause between two confirmed commits after the kill:"
-                    + " %.1f s%n",
-                    beforeKill, afterKill, failed.get(), longestPauseAfter(killedNanos, confirmedAtNanos));
+            System.out.printf("state topic's broker killed: %d commits confirmed before, %d after; %d commits"
+                    + " unconfirmed, %d sends failed, %d opens failed; longest pause between two confirmed commits"
+                    + " after the kill: %.1f s%n",
+                    beforeKill, afterKill, commitUnconfirmed.size(), sendFailed.size(), notOpened.get(),
+                    longestPauseAfter(killedNanos, confirmedAtNanos));
             assertThat(beforeKill).isPositive();
             assertThat(afterKill).as("commits complete once the bundle has moved").isGreaterThanOrEqualTo(20);
             assertThat(waitingBound).as("one committer never reaches the bound of waiting ends").isZero();
 
+            List<String> committedValues = new ArrayList<>();
+            committedValues.add("loads-the-coordinator");
             try (RetryingEndClient retry = RetryingEndClient.connect(coordinatorOwner.serviceUrl())) {
                 for (TxnID txn : List.copyOf(confirmed)) {
                     assertThat(retry.commit(txn)).as("retry of %s", txn).isEqualTo(EndAnswer.SUCCESS);
+                    committedValues.add(values.get(txn));
                 }
+                // A commit whose answer was lost either committed or never reached the coordinator: its
+                // retry commits it, or finds it aborted; nothing else.
+                for (TxnID txn : List.copyOf(commitUnconfirmed)) {
+                    EndAnswer answer = retry.commit(txn);
+                    assertThat(answer).as("retry of the unconfirmed commit of %s", txn)
+                            .isIn(EndAnswer.SUCCESS, EndAnswer.REFUSED_AS_ABORTED);
+                    if (answer == EndAnswer.SUCCESS) {
+                        committedValues.add(values.get(txn));
+                    }
+                }
+                // A transaction whose send failed was never committed: it aborts.
+                for (TxnID txn : List.copyOf(sendFailed)) {
+                    assertThat(retry.abort(txn)).as("abort of %s, whose send failed", txn)
+                            .isIn(EndAnswer.SUCCESS, EndAnswer.REFUSED_AS_ABORTED);
+                }
+            }
+            try (PulsarClient client = Txns.client(coordinatorOwner.serviceUrl())) {
+                assertThat(Txns.readAll(client, topic)).as("each committed value once, no aborted one")
+                        .containsExactlyInAnyOrderElementsOf(committedValues);
             }
         }
     }

@@ -1,7 +1,6 @@
 package io.github.txnpreserver.it;
 
-import io.github.txnpreserver.preserver.kept.BlockRecordCodec;
-import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
+import io.github.txnpreserver.testing.BlockRecordReading;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,10 +18,10 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * Transactions are named {@code <mostSigBits>:<leastSigBits>}.
  *
  * <p>The plugin writes one format: a block record ({@code c<blockIndex>}, an
- * OutcomeBlockRecord) holding every kept outcome of its 256 sequence ids. Records are decoded
- * and checked as the plugin's restore does ({@link BlockRecordCodec#decode}, any block index
- * allowed: this reader does not know what the coordinator allocated); a record the plugin
- * could not have written (another key, a malformed value) fails the read.
+ * OutcomeBlockRecord) holding every kept outcome of its 256 sequence ids. Records are read
+ * from the format's specification ({@link BlockRecordReading}), not through the plugin's codec,
+ * and must be this topic's coordinator's; a record the plugin could not have written (another
+ * key, a malformed value) fails the read.
  */
 final class StateTopicReader {
 
@@ -93,18 +92,20 @@ final class StateTopicReader {
         return records;
     }
 
-    /** "most:least COMMITTED|ABORTED" for each transaction a block record holds, in sequence order. */
+    /**
+     * "most:least COMMITTED|ABORTED" for each transaction a block record holds, in sequence
+     * order (a timeout-abort is an abort here).
+     */
     private static List<String> outcomesOf(Message<byte[]> message, long coordinatorId) throws Exception {
-        OutcomeBlockRecord block = BlockRecordCodec.decode(message.getKey(), message.getData(), coordinatorId,
-                BlockRecordCodec.MAX_BLOCK_INDEX);
+        BlockRecordReading.Block block = BlockRecordReading.read(message.getKey(), message.getData());
+        if (block.coordinatorId() != coordinatorId) {
+            throw new AssertionError("the record under key '" + message.getKey() + "' is coordinator "
+                    + block.coordinatorId() + "'s, in coordinator " + coordinatorId + "'s state topic");
+        }
         List<String> outcomes = new ArrayList<>();
-        for (int offset = 0; offset < 256; offset++) {
-            long bit = 1L << (offset & 63);
-            if ((block.getKept(offset >>> 6) & bit) != 0) {
-                boolean committed = (block.getCommitted(offset >>> 6) & bit) != 0;
-                TxnID txn = new TxnID(coordinatorId, block.getBlockIndex() * 256 + offset);
-                outcomes.add(nameOf(txn) + (committed ? " COMMITTED" : " ABORTED"));
-            }
+        for (BlockRecordReading.RecordedOutcome recorded : block.outcomes()) {
+            outcomes.add(nameOf(recorded.txn())
+                    + (recorded.ending() == BlockRecordReading.Ending.COMMITTED ? " COMMITTED" : " ABORTED"));
         }
         return outcomes;
     }

@@ -1,7 +1,7 @@
 package io.github.txnpreserver.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.awaitility.Awaitility.await;
 
 import java.nio.file.Files;
@@ -64,8 +64,12 @@ class StuckTransactionIT {
             }
             Files.createFile(refuseMarkers);
 
-            assertThatThrownBy(() -> txn.commit().get(1, TimeUnit.MINUTES)).as("the broker gives up on the commit")
+            Throwable refused = catchThrowable(() -> txn.commit().get(1, TimeUnit.MINUTES));
+            assertThat(refused).as("the broker gives up on the commit")
                     .isInstanceOf(java.util.concurrent.ExecutionException.class);
+            System.out.println("the commit's answer while markers are refused: " + refused.getCause());
+            assertThat(refused.getCause()).as("answered with the partition's refusal, not timed out")
+                    .hasMessageContaining("refused the end marker");
             Thread.sleep(4000);
             assertThat(admin.transactions().getTransactionBufferStats(topic).ongoingTxnSize).isEqualTo(1);
             assertThat(consumer.receive(1, TimeUnit.SECONDS)).as("consumers stopped at the stuck transaction")

@@ -56,7 +56,8 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
         this(new MLTransactionMetadataStoreProvider(), HANDLER_WAIT);
     }
 
-    protected PreservingMetadataStoreProvider(TransactionMetadataStoreProvider stock, Duration handlerWait) {
+    /** Over the stock provider and handler wait given: the broker's through the public constructor, or a test's. */
+    PreservingMetadataStoreProvider(TransactionMetadataStoreProvider stock, Duration handlerWait) {
         this.stock = stock;
         this.handlerWait = handlerWait;
     }
@@ -138,7 +139,10 @@ public class PreservingMetadataStoreProvider implements TransactionMetadataStore
                 });
     }
 
-    /** The store of one coordinator, over its opened log and its preserver. */
+    /**
+     * The store of one coordinator, over its opened log and its preserver. Protected as a seam
+     * of the {@code test-hooks} module, whose provider returns a store with its hooks.
+     */
     protected PreservingTransactionMetadataStore newStore(TransactionCoordinatorID tcId, MLTransactionLogImpl txnLog,
                                                           TransactionTimeoutTracker timeoutTracker,
                                                           MLTransactionSequenceIdGenerator sequenceIdGenerator,

@@ -142,8 +142,8 @@ public final class StuckTransactionRedriver {
     private record Due(TxnID txnId, Outcome outcome, Tracked state) {
     }
 
-    /** Transactions currently tracked as finishing, for tests and diagnostics. */
-    public int trackedCount() {
+    /** Transactions tracked as finishing: read by this package's tests, which check that an ended one is forgotten. */
+    int trackedCount() {
         return tracked.size();
     }
 

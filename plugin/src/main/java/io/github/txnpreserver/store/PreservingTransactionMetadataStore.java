@@ -319,6 +319,9 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
     /**
      * Step 1: the finishing entry, as stock. Concurrent identical requests share one entry:
      * the stock store would append a second one and then refuse the request that appended it.
+     *
+     * <p>Protected as a seam of the {@code test-hooks} module ({@code HookedTransactionMetadataStore}),
+     * which delays or fails this step on a real broker; the plugin's own code does not override it.
      */
     protected CompletableFuture<Void> beginEnding(TxnID txnId, TxnStatus newStatus, TxnStatus expectedStatus,
                                                   boolean isTimeout) {
@@ -446,12 +449,20 @@ public class PreservingTransactionMetadataStore extends MLTransactionMetadataSto
      * written to the state topic with the next group; the transaction's log entries stay
      * until then. Refused only while the preserver is unavailable (too many ended
      * transactions wait for the state topic): the transaction stays finishing.
+     *
+     * <p>Protected as a seam of the {@code test-hooks} module ({@code HookedTransactionMetadataStore}),
+     * which delays or fails this step on a real broker; the plugin's own code does not override it.
      */
     protected CompletableFuture<Void> keepDecided(TxnID txnId, Outcome decided, String owner) {
         return unavailableAsNotFoundCoordinator(preserver.decide(txnId, decided, owner));
     }
 
-    /** The terminal entry is durable: the transaction is no longer live. */
+    /**
+     * The terminal entry is durable: the transaction is no longer live.
+     *
+     * <p>Protected as a seam of the {@code test-hooks} module ({@code HookedTransactionMetadataStore}),
+     * which delays or fails this step on a real broker; the plugin's own code does not override it.
+     */
     protected void ended(TxnID txnId) {
         preserver.ended(txnId);
     }

@@ -326,7 +326,7 @@ class CommitChainTest {
         boolean committed = settle(commit);
         boolean aborted = settle(timeoutAbort);
         assertThat(committed).isNotEqualTo(aborted);
-        Outcome decided = committed ? Outcome.COMMITTED : Outcome.ABORTED;
+        Outcome decided = committed ? Outcome.COMMITTED : Outcome.TIMED_OUT;
         await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn) == decided);
         assertThat(coordinator.callLog().count("state-write " + CoordinatorHarness.key(txn))).isEqualTo(1);
 
@@ -511,7 +511,7 @@ class CommitChainTest {
             CompletableFuture<Void> timeoutAbort = coordinator.timeoutAbort(txn);
             await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.transactionLog().heldAppendCount() == 1);
             await().atMost(Duration.ofSeconds(5)).until(() -> coordinator.stateTopic().newestOutcomeOf(txn)
-                    == Outcome.ABORTED);
+                    == Outcome.TIMED_OUT);
             List<String> requestsBefore = coordinator.stateTopic().requests();
 
             // The client's commit saw the transaction OPEN before the timeout began.

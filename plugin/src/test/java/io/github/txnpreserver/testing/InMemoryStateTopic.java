@@ -1,12 +1,11 @@
 package io.github.txnpreserver.testing;
 
-import com.google.protobuf.InvalidProtocolBufferException;
 import io.github.txnpreserver.preserver.kept.Outcome;
 import io.github.txnpreserver.statetopic.CoordinatorMovedException;
 import io.github.txnpreserver.statetopic.RecordPosition;
 import io.github.txnpreserver.statetopic.StateTopic;
 import io.github.txnpreserver.statetopic.WriterFencedException;
-import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
+import io.github.txnpreserver.testing.BlockRecordReading.RecordedOutcome;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -496,9 +495,9 @@ public final class InMemoryStateTopic implements StateTopic {
     public synchronized Outcome newestOutcomeOf(TxnID txn) {
         Outcome found = null;
         for (Map.Entry<String, byte[]> entry : newestValues().entrySet()) {
-            TxnEntry kept = outcomesIn(entry.getKey(), entry.getValue()).get(txn);
+            RecordedOutcome kept = outcomesIn(entry.getKey(), entry.getValue()).get(txn);
             if (kept != null) {
-                found = kept.outcome();
+                found = Outcome.valueOf(kept.ending().name());
             }
         }
         return found;
@@ -670,10 +669,6 @@ public final class InMemoryStateTopic implements StateTopic {
         return CompletableFuture.completedFuture(null);
     }
 
-    /** One transaction's entry in a value: what a restore would read for it. */
-    private record TxnEntry(Outcome outcome, long endSecond, String owner) {
-    }
-
     private Map<String, byte[]> newestValues() {
         Map<String, byte[]> newest = new LinkedHashMap<>();
         for (Entry entry : log) {
@@ -688,62 +683,28 @@ public final class InMemoryStateTopic implements StateTopic {
     }
 
     /**
-     * The transactions a value holds, in offset order for a block. A record the plugin wrote
-     * that this independent reading of the format cannot read fails the test (an absence
-     * asserted over it would pass otherwise); one {@linkplain #appendRaw appended raw} reads
-     * as holding nothing.
+     * The kept outcomes a value holds, by transaction in offset order, read from the format's
+     * specification ({@link BlockRecordReading}). A record the plugin wrote that breaks a rule
+     * of the format fails the test (an absence asserted over it would pass otherwise); one
+     * {@linkplain #appendRaw appended raw} reads as holding nothing. Other keys than a block's
+     * (the restore barrier) hold no outcomes.
      */
-    private Map<TxnID, TxnEntry> outcomesIn(String key, byte[] value) {
-        Map<TxnID, TxnEntry> outcomes = readOutcomes(key, value);
-        if (outcomes == null) {
-            synchronized (rawValues) {
-                if (!rawValues.contains(value)) {
-                    throw new AssertionError("the plugin wrote a record under key '" + key
-                            + "' that its own format does not read");
-                }
-            }
-            return new LinkedHashMap<>();
-        }
-        return outcomes;
-    }
-
-    /** The transactions a value holds, in offset order for a block; null if it is not a readable block. */
-    private static Map<TxnID, TxnEntry> readOutcomes(String key, byte[] value) {
-        Map<TxnID, TxnEntry> outcomes = new LinkedHashMap<>();
-        if (value == null || key == null) {
-            return outcomes;
-        }
-        if (!isBlockKey(key)) {
+    private Map<TxnID, RecordedOutcome> outcomesIn(String key, byte[] value) {
+        Map<TxnID, RecordedOutcome> outcomes = new LinkedHashMap<>();
+        if (value == null || !BlockRecordReading.isBlockKey(key)) {
             return outcomes;
         }
         try {
-            OutcomeBlockRecord block = OutcomeBlockRecord.parseFrom(value);
-            if (block.getKeptCount() != 4 || block.getCommittedCount() != 4) {
-                return null;
-            }
-            long coordinator = block.getCoordinatorId();
-            int entry = 0;
-            long time = 0;
-            for (int offset = 0; offset < 256; offset++) {
-                if ((block.getKept(offset >>> 6) & (1L << offset)) == 0) {
-                    continue;
+            BlockRecordReading.read(key, value).outcomes().forEach(kept -> outcomes.put(kept.txn(), kept));
+        } catch (BlockRecordReading.NotABlockRecord e) {
+            synchronized (rawValues) {
+                if (!rawValues.contains(value)) {
+                    throw new AssertionError("the plugin wrote a record its format does not allow: "
+                            + e.getMessage(), e);
                 }
-                boolean committed = (block.getCommitted(offset >>> 6) & (1L << offset)) != 0;
-                int ref = block.getOwnerRefsCount() == 0 ? block.getUniformOwnerRef() : block.getOwnerRefs(entry);
-                String owner = ref == 0 ? null : block.getOwners(ref - 1);
-                time += block.getEndSecondDeltas(entry);
-                outcomes.put(new TxnID(coordinator, block.getBlockIndex() * 256 + offset),
-                        new TxnEntry(committed ? Outcome.COMMITTED : Outcome.ABORTED, time, owner));
-                entry++;
             }
-        } catch (InvalidProtocolBufferException | RuntimeException e) {
-            return null;
         }
         return outcomes;
-    }
-
-    private static boolean isBlockKey(String key) {
-        return key != null && key.startsWith("c");
     }
 
     /** The call-log subjects of a write: the key, then for a block the transactions it changes. */
@@ -753,9 +714,9 @@ public final class InMemoryStateTopic implements StateTopic {
             subjects.add(key);
             return subjects;
         }
-        Map<TxnID, TxnEntry> written = outcomesIn(key, value);
+        Map<TxnID, RecordedOutcome> written = outcomesIn(key, value);
         subjects.add(key);
-        Map<TxnID, TxnEntry> before;
+        Map<TxnID, RecordedOutcome> before;
         synchronized (this) {
             before = outcomesIn(key, newestValues().get(key));
         }

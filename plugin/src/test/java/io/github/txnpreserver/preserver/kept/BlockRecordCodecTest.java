@@ -9,12 +9,14 @@ import com.google.protobuf.DynamicMessage;
 import com.google.protobuf.UnknownFieldSet;
 import io.github.txnpreserver.statetopic.MalformedRecordException;
 import io.github.txnpreserver.statetopic.proto.OutcomeBlockRecord;
+import io.github.txnpreserver.testing.BlockRecordReading;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.function.IntFunction;
 import java.util.function.UnaryOperator;
+import org.apache.pulsar.client.api.transaction.TxnID;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -71,6 +73,46 @@ class BlockRecordCodecTest {
                         .isEqualTo(block.owner(offset) == OwnerIds.NO_OWNER ? null : NAMES.apply(block.owner(offset)));
             }
         }
+    }
+
+    /** Changes to {@link #valid()} that break one rule of the format each. */
+    private static List<UnaryOperator<OutcomeBlockRecord.Builder>> corruptions() {
+        return List.of(
+                // bitmap word counts
+                record -> {
+                    List<Long> words = List.copyOf(record.getKeptList());
+                    return record.clearKept().addAllKept(words.subList(0, 3));
+                },
+                record -> record.addKept(0),
+                record -> record.addCommitted(0),
+                record -> record.clearCommitted(),
+                record -> record.clearKept().clearCommitted(),
+                // outcomes and their columns
+                record -> record.setKept(1, record.getKept(1) | 2),
+                record -> record.addEndSecondDeltas(1),
+                record -> record.clearEndSecondDeltas(),
+                record -> record.addOwnerRefs(1),
+                record -> {
+                    List<Integer> refs = List.copyOf(record.getOwnerRefsList());
+                    return record.clearOwnerRefs().addAllOwnerRefs(refs.subList(0, 3));
+                },
+                // owner references out of range
+                record -> record.setOwnerRefs(0, 3),
+                record -> record.clearOwnerRefs().setUniformOwnerRef(3),
+                record -> record.clearOwners(),
+                // end times below zero or past the int range
+                record -> record.setEndSecondDeltas(0, -1),
+                record -> record.setEndSecondDeltas(1, -100_000_011L),
+                record -> record.setEndSecondDeltas(0, Integer.MAX_VALUE + 1L),
+                record -> record.setEndSecondDeltas(1, Integer.MAX_VALUE),
+                record -> record.setEndSecondDeltas(0, Long.MAX_VALUE),
+                record -> record.setEndSecondDeltas(0, Long.MIN_VALUE),
+                record -> record.setEndSecondDeltas(3, Integer.MAX_VALUE - 99_999_990L + 1),
+                // timed-out bitmap: word count, and a bit that is not a kept abort
+                record -> record.addAllTimedOut(List.of(1L, 0L, 0L)),
+                record -> record.addAllTimedOut(List.of(1L, 0L, 0L, 0L, 0L)),
+                record -> record.addAllTimedOut(List.of(1L << 5, 0L, 0L, 0L)),
+                record -> record.addAllTimedOut(List.of(1L << 1, 0L, 0L, 0L)));
     }
 
     private static void assertRefused(String key, byte[] value, long maxBlockIndex) {
@@ -354,42 +396,7 @@ class BlockRecordCodecTest {
 
         @Test
         void malformedBlocksAreRefused() throws Exception {
-            List<UnaryOperator<OutcomeBlockRecord.Builder>> corruptions = List.of(
-                    // bitmap word counts
-                    record -> {
-                        List<Long> words = List.copyOf(record.getKeptList());
-                        return record.clearKept().addAllKept(words.subList(0, 3));
-                    },
-                    record -> record.addKept(0),
-                    record -> record.addCommitted(0),
-                    record -> record.clearCommitted(),
-                    record -> record.clearKept().clearCommitted(),
-                    // outcomes and their columns
-                    record -> record.setKept(1, record.getKept(1) | 2),
-                    record -> record.addEndSecondDeltas(1),
-                    record -> record.clearEndSecondDeltas(),
-                    record -> record.addOwnerRefs(1),
-                    record -> {
-                        List<Integer> refs = List.copyOf(record.getOwnerRefsList());
-                        return record.clearOwnerRefs().addAllOwnerRefs(refs.subList(0, 3));
-                    },
-                    // owner references out of range
-                    record -> record.setOwnerRefs(0, 3),
-                    record -> record.clearOwnerRefs().setUniformOwnerRef(3),
-                    record -> record.clearOwners(),
-                    // end times below zero or past the int range
-                    record -> record.setEndSecondDeltas(0, -1),
-                    record -> record.setEndSecondDeltas(1, -100_000_011L),
-                    record -> record.setEndSecondDeltas(0, Integer.MAX_VALUE + 1L),
-                    record -> record.setEndSecondDeltas(1, Integer.MAX_VALUE),
-                    record -> record.setEndSecondDeltas(0, Long.MAX_VALUE),
-                    record -> record.setEndSecondDeltas(0, Long.MIN_VALUE),
-                    record -> record.setEndSecondDeltas(3, Integer.MAX_VALUE - 99_999_990L + 1),
-                    // timed-out bitmap: word count, and a bit that is not a kept abort
-                    record -> record.addAllTimedOut(List.of(1L, 0L, 0L)),
-                    record -> record.addAllTimedOut(List.of(1L, 0L, 0L, 0L, 0L)),
-                    record -> record.addAllTimedOut(List.of(1L << 5, 0L, 0L, 0L)),
-                    record -> record.addAllTimedOut(List.of(1L << 1, 0L, 0L, 0L)));
+            List<UnaryOperator<OutcomeBlockRecord.Builder>> corruptions = corruptions();
             for (int i = 0; i < corruptions.size(); i++) {
                 byte[] corrupt = corruptions.get(i).apply(OutcomeBlockRecord.parseFrom(valid()).toBuilder()).build()
                         .toByteArray();
@@ -447,6 +454,112 @@ class BlockRecordCodecTest {
                 assertThatThrownBy(() -> decode("c9", bytes)).as("random bytes %d", i)
                         .isInstanceOf(MalformedRecordException.class);
             }
+        }
+    }
+
+    /**
+     * What the codec writes, read by the tests' own reading of the format
+     * ({@link BlockRecordReading}, from the .proto and DESIGN.md): both agree on every field,
+     * and the reading refuses every record the codec refuses. The tests that read the plugin's
+     * records through it, in memory and on real brokers, check them against the format, not
+     * against the codec that wrote them.
+     */
+    @Nested
+    @DisplayName("read from the format's specification")
+    class ReadFromTheSpecification {
+
+        private BlockRecordReading.RecordedOutcome recorded(int offset, BlockRecordReading.Ending ending, long seconds,
+                                                            String owner) {
+            return new BlockRecordReading.RecordedOutcome(new TxnID(TC, 9 * 256 + offset), ending,
+                    BlockRecordReading.EPOCH_2020_SECONDS + seconds, owner);
+        }
+
+        @Test
+        void everyOutcomeTheCodecWritesReadsAsWritten() throws Exception {
+            OutcomeBlock block = block(9, ALICE, 0, BOB, ALICE);
+            block.set(7, Outcome.TIMED_OUT, 100_000_005, BOB);
+
+            BlockRecordReading.Block read = BlockRecordReading.read("c9", BlockRecordCodec.encode(TC, block, NAMES));
+
+            assertThat(read.coordinatorId()).isEqualTo(TC);
+            assertThat(read.blockIndex()).isEqualTo(9);
+            assertThat(read.outcomes()).containsExactly(
+                    recorded(0, BlockRecordReading.Ending.ABORTED, 100_000_000, "alice"),
+                    recorded(5, BlockRecordReading.Ending.COMMITTED, 100_000_010, null),
+                    recorded(7, BlockRecordReading.Ending.TIMED_OUT, 100_000_005, "b\u00f6b"),
+                    recorded(64, BlockRecordReading.Ending.ABORTED, 99_999_990, "b\u00f6b"),
+                    recorded(255, BlockRecordReading.Ending.COMMITTED, Integer.MAX_VALUE, "alice"));
+        }
+
+        @Test
+        void aBlockOfOneOwnerAndAnEmptyBlockReadAsWritten() throws Exception {
+            BlockRecordReading.Block uniform = BlockRecordReading.read("c9",
+                    BlockRecordCodec.encode(TC, block(9, BOB, BOB, BOB, BOB), NAMES));
+            BlockRecordReading.Block empty = BlockRecordReading.read("c2",
+                    BlockRecordCodec.encode(TC, new OutcomeBlock(2), NAMES));
+
+            assertThat(uniform.outcomes()).extracting(BlockRecordReading.RecordedOutcome::owner)
+                    .containsExactly("b\u00f6b", "b\u00f6b", "b\u00f6b", "b\u00f6b");
+            assertThat(empty.blockIndex()).isEqualTo(2);
+            assertThat(empty.outcomes()).isEmpty();
+        }
+
+        @Test
+        void everyRecordTheCodecRefusesIsRefused() throws Exception {
+            List<UnaryOperator<OutcomeBlockRecord.Builder>> corruptions = corruptions();
+            for (int i = 0; i < corruptions.size(); i++) {
+                byte[] corrupt = corruptions.get(i).apply(OutcomeBlockRecord.parseFrom(valid()).toBuilder()).build()
+                        .toByteArray();
+
+                assertThatThrownBy(() -> BlockRecordReading.read("c9", corrupt)).as("corruption %d", i)
+                        .isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+            }
+            for (int ref : new int[] {Integer.MIN_VALUE, -1}) {
+                byte[] uniform = OutcomeBlockRecord.parseFrom(valid()).toBuilder().clearOwnerRefs()
+                        .setUniformOwnerRef(ref).build().toByteArray();
+                assertThatThrownBy(() -> BlockRecordReading.read("c9", uniform))
+                        .as("uniform owner ref %s", Integer.toUnsignedString(ref))
+                        .isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+            }
+            for (int version : new int[] {0, 1, 3}) {
+                byte[] value = OutcomeBlockRecord.parseFrom(valid()).toBuilder().setFormatVersion(version).build()
+                        .toByteArray();
+                assertThatThrownBy(() -> BlockRecordReading.read("c9", value)).as("version %d", version)
+                        .isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+            }
+            for (String key : new String[] {"c10", "c09", "c+9", "c-9", "d9", "c", "c99999999999999999999"}) {
+                assertThatThrownBy(() -> BlockRecordReading.read(key, valid())).as("key %s", key)
+                        .isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+            }
+            assertThatThrownBy(() -> BlockRecordReading.read("c36028797018963968",
+                    BlockRecordCodec.encode(TC, new OutcomeBlock(1L << 55), NAMES)))
+                    .as("a block whose sequences pass a long").isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+            for (String key : new String[] {"C9", " c9", "c9 ", "c\u0669", "\u0441" + "9", "c009", "c00", null}) {
+                assertThatThrownBy(() -> BlockRecordReading.read(key, valid())).as("key %s", key)
+                        .isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+            }
+            byte[] valid = valid();
+            for (int length = 0; length < valid.length; length++) {
+                byte[] truncated = Arrays.copyOf(valid, length);
+                if (truncatedBeforeItsOwnerColumns(truncated)) {
+                    assertThatThrownBy(() -> BlockRecordReading.read("c9", truncated)).as("first %d bytes", length)
+                            .isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+                }
+            }
+            Random random = new Random(42);
+            for (int i = 0; i < 2000; i++) {
+                byte[] bytes = new byte[1 + random.nextInt(200)];
+                random.nextBytes(bytes);
+                assertThatThrownBy(() -> BlockRecordReading.read("c9", bytes)).as("random bytes %d", i)
+                        .isInstanceOf(BlockRecordReading.NotABlockRecord.class);
+            }
+        }
+
+        /** Cut before the end times are complete: the cuts the codec refuses (see malformedBlocksAreRefused). */
+        private boolean truncatedBeforeItsOwnerColumns(byte[] truncated) throws Exception {
+            int throughEndTimes = OutcomeBlockRecord.parseFrom(valid()).toBuilder().clearOwners().clearOwnerRefs()
+                    .build().getSerializedSize();
+            return truncated.length < throughEndTimes;
         }
     }
 }
