@@ -8,6 +8,9 @@ import io.github.txnpreserver.it.PulsarDistribution;
 import io.github.txnpreserver.it.RetryingEndClient;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -55,6 +58,8 @@ public final class Benchmark {
      * connections, whatever the completions (BrokerDriver.openLoop).
      */
     private static final int[] OPEN_LOOP_SHARES = {50, 80};
+    /** System property: extra JVM options of both brokers ({@link #brokerJvmOptions}). */
+    private static final String BROKER_JVM_OPTIONS = "txnpreserver.bench.brokerJvmOptions";
     private static final int OPEN_LOOP_CLIENTS = 32;
     /** Open-loop commits per side and rate over the whole run (full mode): p99.9 from 100 000. */
     private static final int OPEN_LOOP_COMMITS = 100_000;
@@ -139,10 +144,10 @@ public final class Benchmark {
             List<Side> order = round % 2 == 1 ? List.of(stock, plugin) : List.of(plugin, stock);
             say("-- round %d: %s and %s side by side, measured in turns --", round, order.get(0).name,
                     order.get(1).name);
-            try (LocalPulsar stockBroker = LocalPulsar.startStock("bench-stock",
-                         Map.of("transactionCoordinatorEnabled", "true"));
+            try (LocalPulsar stockBroker = LocalPulsar.startStockWithOptions("bench-stock",
+                         Map.of("transactionCoordinatorEnabled", "true"), brokerJvmOptions("stock", round));
                  LocalPulsar pluginBroker = LocalPulsar.start("bench-plugin",
-                         Map.of("transactionMetaPersistCount", "100"))) {
+                         Map.of("transactionMetaPersistCount", "100"), brokerJvmOptions("plugin", round))) {
                 stock.broker = stockBroker;
                 plugin.broker = pluginBroker;
                 stock.other = plugin;
@@ -440,16 +445,17 @@ public final class Benchmark {
                 HostSteal.Sample stealFrom = HostSteal.now();
                 Histogram latency = BrokerDriver.commitLatency(side.broker.serviceUrl(),
                         prefix + side.name + "-latency", latencyTxns / slices / 10, latencyTxns / slices);
-                BrokerEvents.Counts events = side.eventsBetween(from, System.currentTimeMillis());
+                long to = System.currentTimeMillis();
+                BrokerEvents.Counts events = side.eventsBetween(from, to);
                 String steal = HostSteal.between(stealFrom, HostSteal.now());
                 side.latency.add(latency);
                 side.latencySlices.add(latency);
                 if (events.quiet()) {
                     side.latencySlicesQuiet.add(latency);
                 }
-                say("%-6s commit latency p50 %.2f ms, p99 %.2f ms over %d commits; meanwhile %s, %s", side.name,
+                say("%-6s commit latency p50 %.2f ms, p99 %.2f ms over %d commits %s; meanwhile %s, %s", side.name,
                         latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(99) / 1000.0,
-                        latency.getTotalCount(), events.describe(), steal);
+                        latency.getTotalCount(), wallInterval(from, to), events.describe(), steal);
             }
         }
         Map<Side, BrokerDriver.Throughput> most = new LinkedHashMap<>();
@@ -512,11 +518,12 @@ public final class Benchmark {
                     side.addOpenLoop(share, run, events);
                     say("%-6s open loop at %d %% (%.0f txn/s over %d connections): %d of %d committed (%d failed),"
                                     + " p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms from the intended start; broker CPU"
-                                    + " %.0f us per txn; load generator at most %.1f ms late%s; meanwhile %s, %s",
+                                    + " %.0f us per txn; load generator at most %.1f ms late%s %s; meanwhile %s, %s",
                             side.name, share, openRate, OPEN_LOOP_CLIENTS, run.committed(), run.intended(),
                             run.failed(), millis(run.latency(), 50), millis(run.latency(), 99),
                             millis(run.latency(), 99.9), run.brokerCpuMicrosPerTxn(), run.maxLateStartMillis(),
-                            Side.keptUp(run) ? "" : "; FELL BEHIND", events.describe(), steal);
+                            Side.keptUp(run) ? "" : "; FELL BEHIND", wallInterval(run.fromWallMillis(),
+                                    run.toWallMillis()), events.describe(), steal);
                 }
             }
         }
@@ -575,6 +582,23 @@ public final class Benchmark {
             }
         }
         return defaultValue;
+    }
+
+    /**
+     * Extra JVM options for both brokers, the same on each side, from
+     * {@value #BROKER_JVM_OPTIONS} with {@code {side}} and {@code {round}} replaced: a flight
+     * recording of each broker over a whole round, to read what ran in a slice (its wall-clock
+     * interval is printed beside it).
+     */
+    private static String brokerJvmOptions(String side, int round) {
+        return System.getProperty(BROKER_JVM_OPTIONS, "").replace("{side}", side)
+                .replace("{round}", Integer.toString(round));
+    }
+
+    /** The slice's wall-clock interval, UTC, to find it in a broker's flight recording or log. */
+    private static String wallInterval(long fromMillis, long toMillis) {
+        DateTimeFormatter clock = DateTimeFormatter.ofPattern("HH:mm:ss.SSS", Locale.ROOT).withZone(ZoneOffset.UTC);
+        return "at " + clock.format(Instant.ofEpochMilli(fromMillis)) + "-" + clock.format(Instant.ofEpochMilli(toMillis));
     }
 
     private static void say(String format, Object... values) {
