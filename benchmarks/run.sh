@@ -14,6 +14,8 @@
 #                                  point reads of a compacted state topic's records by message id
 #   benchmarks/run.sh --restore-at-scale [outcomes in millions]
 #                                  a coordinator keeping 100 M outcomes opened on a real broker
+#   benchmarks/run.sh --slice-profile <recording.jfr> <HH:mm:ss.SSS-HH:mm:ss.SSS> [frames]
+#                                  what a broker ran in one slice, from its flight recording
 #   benchmarks/run.sh --soak [minutes] [memory bound in MiB]
 #                                  the window observed: full rate for 30 min, memory holding about a
 #                                  minute, every probe retried at the end (docs/performance.md)
@@ -35,6 +37,9 @@ elif [[ "${1:-}" == "--restore-at-scale" ]]; then
     shift
 elif [[ "${1:-}" == "--soak" ]]; then
     main=io.github.txnpreserver.bench.Soak
+    shift
+elif [[ "${1:-}" == "--slice-profile" ]]; then
+    main=io.github.txnpreserver.bench.SliceProfile
     shift
 elif [[ "${1:-}" == "--cold-read-probe" ]]; then
     main=io.github.txnpreserver.bench.ColdReadProbe

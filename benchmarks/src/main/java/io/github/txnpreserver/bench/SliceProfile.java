@@ -1,0 +1,174 @@
+package io.github.txnpreserver.bench;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedStackTrace;
+import jdk.jfr.consumer.RecordedThread;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * What a broker ran during one benchmark slice, from its flight recording: the benchmark
+ * prints each latency slice's wall-clock interval, and {@code txnpreserver.bench.brokerJvmOptions}
+ * records each broker over a round ({@code docs/performance.md}, "The open-loop tail").
+ *
+ * <pre>
+ * benchmarks/run.sh --slice-profile recording.jfr 03:12:01.250-03:12:06.900 [frames]
+ * </pre>
+ *
+ * Prints, for the interval: the execution samples by thread group (thread names without their
+ * numbers) and, for the busiest groups, their most frequent innermost frames; the collector's
+ * pauses; the JVM's and the machine's CPU load; and the longest waits the recording kept (monitor
+ * entries, parks, socket and file I/O over the recording's thresholds).
+ */
+public final class SliceProfile {
+    private static final int GROUPS = 12;
+    private static final int FRAMES_PER_GROUP = 6;
+    private static final int WAITS = 15;
+
+    private SliceProfile() {
+    }
+
+    public static void main(String[] args) throws IOException {
+        if (args.length < 2) {
+            System.err.println("usage: SliceProfile <recording.jfr> <HH:mm:ss.SSS-HH:mm:ss.SSS> [frames per stack]");
+            System.exit(2);
+        }
+        Path file = Path.of(args[0]);
+        String[] bounds = args[1].split("-");
+        int depth = args.length > 2 ? Integer.parseInt(args[2]) : 1;
+        LocalDate day;
+        try (RecordingFile recording = new RecordingFile(file)) {
+            if (!recording.hasMoreEvents()) {
+                System.out.println("no events in " + file);
+                return;
+            }
+            day = recording.readEvent().getStartTime().atOffset(ZoneOffset.UTC).toLocalDate();
+        }
+        Slice slice = new Slice(LocalTime.parse(bounds[0]).atDate(day).toInstant(ZoneOffset.UTC),
+                LocalTime.parse(bounds[1]).atDate(day).toInstant(ZoneOffset.UTC), depth);
+        try (RecordingFile recording = new RecordingFile(file)) {
+            while (recording.hasMoreEvents()) {
+                slice.read(recording.readEvent());
+            }
+        }
+        slice.print(file.getFileName().toString());
+    }
+
+    /** The figures of one interval, read event by event (a round's recording does not fit a heap). */
+    private static final class Slice {
+        final Instant from;
+        final Instant to;
+        final int depth;
+        final Map<String, Integer> samplesByGroup = new HashMap<>();
+        final Map<String, Map<String, Integer>> framesByGroup = new HashMap<>();
+        final List<String> pauses = new ArrayList<>();
+        final List<RecordedEvent> waits = new ArrayList<>();
+        double jvmUser;
+        double jvmSystem;
+        double machine;
+        int loads;
+        int samples;
+
+        Slice(Instant from, Instant to, int depth) {
+            this.from = from;
+            this.to = to;
+            this.depth = depth;
+        }
+
+        void read(RecordedEvent event) {
+            Instant at = event.getStartTime();
+            if (event.getEndTime().isBefore(from) || at.isAfter(to)) {
+                return;
+            }
+            String type = event.getEventType().getName();
+            switch (type) {
+                case "jdk.ExecutionSample" -> {
+                    samples++;
+                    String group = group(event.getThread("sampledThread"));
+                    samplesByGroup.merge(group, 1, Integer::sum);
+                    framesByGroup.computeIfAbsent(group, g -> new HashMap<>())
+                            .merge(frames(event.getStackTrace(), depth), 1, Integer::sum);
+                }
+                case "jdk.GarbageCollection" -> pauses.add(String.format(Locale.ROOT,
+                        "%s (%s) at %s, longest pause %.1f ms, total pause %.1f ms", event.getString("name"),
+                        event.getString("cause"), at.atOffset(ZoneOffset.UTC).toLocalTime(),
+                        millis(event.getDuration("longestPause")), millis(event.getDuration("sumOfPauses"))));
+                case "jdk.CPULoad" -> {
+                    jvmUser += event.getFloat("jvmUser");
+                    jvmSystem += event.getFloat("jvmSystem");
+                    machine += event.getFloat("machineTotal");
+                    loads++;
+                }
+                case "jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark", "jdk.ThreadSleep",
+                        "jdk.SocketRead", "jdk.SocketWrite", "jdk.FileRead", "jdk.FileWrite", "jdk.FileForce",
+                        "jdk.SafepointBegin", "jdk.ExecuteVMOperation", "jdk.Compilation" -> waits.add(event);
+                default -> {
+                }
+            }
+        }
+
+        void print(String name) {
+            System.out.printf(Locale.ROOT, "%s, %s to %s: %d execution samples%n", name, from, to, samples);
+            if (loads > 0) {
+                System.out.printf(Locale.ROOT, "CPU load (mean of %d readings): JVM user %.1f %%, JVM system %.1f %%,"
+                        + " machine %.1f %%%n", loads, 100 * jvmUser / loads, 100 * jvmSystem / loads,
+                        100 * machine / loads);
+            }
+            samplesByGroup.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
+                    .limit(GROUPS).forEach(group -> {
+                        System.out.printf(Locale.ROOT, "%6d  %s%n", group.getValue(), group.getKey());
+                        framesByGroup.get(group.getKey()).entrySet().stream()
+                                .sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
+                                .limit(FRAMES_PER_GROUP)
+                                .forEach(frame -> System.out.printf(Locale.ROOT, "          %5d  %s%n",
+                                        frame.getValue(), frame.getKey()));
+                    });
+            pauses.forEach(pause -> System.out.println("GC " + pause));
+            waits.sort(Comparator.comparing((RecordedEvent wait) -> wait.getDuration()).reversed());
+            Map<String, Integer> waitCounts = new TreeMap<>();
+            waits.forEach(wait -> waitCounts.merge(wait.getEventType().getName(), 1, Integer::sum));
+            System.out.println("waits over the recording's thresholds: " + waitCounts);
+            waits.stream().limit(WAITS).forEach(wait -> System.out.printf(Locale.ROOT, "  %7.1f ms  %-22s %-34s %s%n",
+                    millis(wait.getDuration()), wait.getEventType().getName(), group(wait.getThread()),
+                    frames(wait.getStackTrace(), 3)));
+        }
+    }
+
+    private static String group(RecordedThread thread) {
+        if (thread == null) {
+            return "(no thread)";
+        }
+        String name = thread.getJavaName() != null ? thread.getJavaName() : thread.getOSName();
+        return name == null ? "(unnamed)" : name.replaceAll("[0-9]+", "N");
+    }
+
+    private static String frames(RecordedStackTrace stack, int depth) {
+        if (stack == null || stack.getFrames().isEmpty()) {
+            return "(no stack)";
+        }
+        List<String> names = new ArrayList<>();
+        for (RecordedFrame frame : stack.getFrames().subList(0, Math.min(depth, stack.getFrames().size()))) {
+            String type = frame.getMethod().getType().getName();
+            names.add(type.substring(type.lastIndexOf('.') + 1) + "." + frame.getMethod().getName());
+        }
+        return String.join(" < ", names);
+    }
+
+    private static double millis(Duration duration) {
+        return duration == null ? 0 : duration.toNanos() / 1e6;
+    }
+}
