@@ -443,11 +443,13 @@ public final class Benchmark {
                 // by a flush more often than its measured commits were.
                 long from = System.currentTimeMillis();
                 HostSteal.Sample stealFrom = HostSteal.now();
+                LoadGeneratorPauses.Sample pausesFrom = LoadGeneratorPauses.now();
                 Histogram latency = BrokerDriver.commitLatency(side.broker.serviceUrl(),
                         prefix + side.name + "-latency", latencyTxns / slices / 10, latencyTxns / slices);
                 long to = System.currentTimeMillis();
                 BrokerEvents.Counts events = side.eventsBetween(from, to);
-                String steal = HostSteal.between(stealFrom, HostSteal.now());
+                String steal = HostSteal.between(stealFrom, HostSteal.now()) + ", "
+                        + LoadGeneratorPauses.between(pausesFrom, LoadGeneratorPauses.now());
                 side.latency.add(latency);
                 side.latencySlices.add(latency);
                 if (events.quiet()) {
@@ -510,10 +512,13 @@ public final class Benchmark {
                 for (Side side : turn(order, slice)) {
                     // Over the slice with its unmeasured warm-up.
                     HostSteal.Sample stealFrom = HostSteal.now();
+                    LoadGeneratorPauses.Sample pausesFrom = LoadGeneratorPauses.now();
+                    SlowCommits slow = new SlowCommits();
                     BrokerDriver.OpenLoop run = BrokerDriver.openLoop(side.broker.serviceUrl(), side.broker.pid(),
                             prefix + side.name + "-open-loop-" + share, OPEN_LOOP_CLIENTS, openRate, warmup,
-                            sliceMeasured);
-                    String steal = HostSteal.between(stealFrom, HostSteal.now());
+                            sliceMeasured, slow);
+                    String steal = HostSteal.between(stealFrom, HostSteal.now()) + ", "
+                            + LoadGeneratorPauses.between(pausesFrom, LoadGeneratorPauses.now());
                     BrokerEvents.Counts events = side.eventsBetween(run.fromWallMillis(), run.toWallMillis());
                     side.addOpenLoop(share, run, events);
                     say("%-6s open loop at %d %% (%.0f txn/s over %d connections): %d of %d committed (%d failed),"
@@ -524,6 +529,7 @@ public final class Benchmark {
                             millis(run.latency(), 99.9), run.brokerCpuMicrosPerTxn(), run.maxLateStartMillis(),
                             Side.keptUp(run) ? "" : "; FELL BEHIND", wallInterval(run.fromWallMillis(),
                                     run.toWallMillis()), events.describe(), steal);
+                    say("%-6s   %s", side.name, slow.describe(run.latency().getValueAtPercentile(99)));
                 }
             }
         }

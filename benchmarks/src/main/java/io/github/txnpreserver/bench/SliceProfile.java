@@ -115,7 +115,12 @@ public final class SliceProfile {
                 }
                 case "jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark", "jdk.ThreadSleep",
                         "jdk.SocketRead", "jdk.SocketWrite", "jdk.FileRead", "jdk.FileWrite", "jdk.FileForce",
-                        "jdk.SafepointBegin", "jdk.ExecuteVMOperation", "jdk.Compilation" -> waits.add(event);
+                        "jdk.SafepointBegin", "jdk.ExecuteVMOperation", "jdk.Compilation" -> {
+                    // Begun in the slice: a pool's idle wait that spans it says nothing of it.
+                    if (!at.isBefore(from) && !idle(event)) {
+                        waits.add(event);
+                    }
+                }
                 default -> {
                 }
             }
@@ -142,10 +147,32 @@ public final class SliceProfile {
             Map<String, Integer> waitCounts = new TreeMap<>();
             waits.forEach(wait -> waitCounts.merge(wait.getEventType().getName(), 1, Integer::sum));
             System.out.println("waits over the recording's thresholds: " + waitCounts);
-            waits.stream().limit(WAITS).forEach(wait -> System.out.printf(Locale.ROOT, "  %7.1f ms  %-22s %-34s %s%n",
-                    millis(wait.getDuration()), wait.getEventType().getName(), group(wait.getThread()),
-                    frames(wait.getStackTrace(), 3)));
+            // Parks are many and mostly a pool's; the I/O, monitors and VM operations first.
+            waits.sort(Comparator.comparing((RecordedEvent wait) -> wait.getEventType().getName().equals("jdk.ThreadPark")
+                    || wait.getEventType().getName().equals("jdk.ThreadSleep")));
+            waits.stream().limit(WAITS).forEach(wait -> System.out.printf(Locale.ROOT,
+                    "  %7.1f ms  at %s  %-18s %-34s %s%n", millis(wait.getDuration()),
+                    wait.getStartTime().atOffset(ZoneOffset.UTC).toLocalTime(),
+                    wait.getEventType().getName().substring("jdk.".length()), group(wait.getThread()),
+                    frames(wait.getStackTrace(), 4)));
         }
+    }
+
+    /**
+     * A pool's thread waiting for work or a timer (a park or sleep of a second or more, or in a
+     * queue's take or poll): it says nothing of what held a commit up.
+     */
+    private static boolean idle(RecordedEvent event) {
+        String type = event.getEventType().getName();
+        if (!type.equals("jdk.ThreadPark") && !type.equals("jdk.ThreadSleep")) {
+            return false;
+        }
+        if (event.getDuration().compareTo(Duration.ofSeconds(1)) >= 0) {
+            return true;
+        }
+        String stack = frames(event.getStackTrace(), 6);
+        return stack.contains("Queue.take") || stack.contains("Queue.poll") || stack.contains("Queue$TransferStack")
+                || stack.contains("ForkJoinPool.awaitWork") || stack.contains("DelayedWorkQueue");
     }
 
     private static String group(RecordedThread thread) {
