@@ -14,7 +14,7 @@
 #                                  point reads of a compacted state topic's records by message id
 #   benchmarks/run.sh --restore-at-scale [outcomes in millions]
 #                                  a coordinator keeping 100 M outcomes opened on a real broker
-#   benchmarks/run.sh --slice-profile <recording.jfr> <HH:mm:ss.SSS-HH:mm:ss.SSS> [frames]
+#   benchmarks/run.sh --slice-profile <recording.jfr> [--frames N] [--brief] <HH:mm:ss.SSS-HH:mm:ss.SSS>...
 #                                  what a broker ran in one slice, from its flight recording
 #   benchmarks/run.sh --soak [minutes] [memory bound in MiB]
 #                                  the window observed: full rate for 30 min, memory holding about a

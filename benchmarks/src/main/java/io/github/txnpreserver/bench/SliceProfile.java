@@ -44,12 +44,21 @@ public final class SliceProfile {
 
     public static void main(String[] args) throws IOException {
         if (args.length < 2) {
-            System.err.println("usage: SliceProfile <recording.jfr> <HH:mm:ss.SSS-HH:mm:ss.SSS> [frames per stack]");
+            System.err.println("usage: SliceProfile <recording.jfr> [--frames N] [--brief]"
+                    + " <HH:mm:ss.SSS-HH:mm:ss.SSS>...");
             System.exit(2);
         }
         Path file = Path.of(args[0]);
-        String[] bounds = args[1].split("-");
-        int depth = args.length > 2 ? Integer.parseInt(args[2]) : 1;
+        int depth = 1;
+        boolean brief = false;
+        List<String> windows = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            switch (args[i]) {
+                case "--frames" -> depth = Integer.parseInt(args[++i]);
+                case "--brief" -> brief = true;
+                default -> windows.add(args[i]);
+            }
+        }
         LocalDate day;
         try (RecordingFile recording = new RecordingFile(file)) {
             if (!recording.hasMoreEvents()) {
@@ -58,14 +67,28 @@ public final class SliceProfile {
             }
             day = recording.readEvent().getStartTime().atOffset(ZoneOffset.UTC).toLocalDate();
         }
-        Slice slice = new Slice(LocalTime.parse(bounds[0]).atDate(day).toInstant(ZoneOffset.UTC),
-                LocalTime.parse(bounds[1]).atDate(day).toInstant(ZoneOffset.UTC), depth);
+        List<Slice> slices = new ArrayList<>();
+        for (String window : windows) {
+            String[] bounds = window.split("-");
+            slices.add(new Slice(LocalTime.parse(bounds[0]).atDate(day).toInstant(ZoneOffset.UTC),
+                    LocalTime.parse(bounds[1]).atDate(day).toInstant(ZoneOffset.UTC), depth));
+        }
+        // One pass for all windows: a round's recording takes seconds to read.
         try (RecordingFile recording = new RecordingFile(file)) {
             while (recording.hasMoreEvents()) {
-                slice.read(recording.readEvent());
+                RecordedEvent event = recording.readEvent();
+                for (Slice slice : slices) {
+                    slice.read(event);
+                }
             }
         }
-        slice.print(file.getFileName().toString());
+        for (Slice slice : slices) {
+            if (brief) {
+                slice.printBrief();
+            } else {
+                slice.print(file.getFileName().toString());
+            }
+        }
     }
 
     /** The figures of one interval, read event by event (a round's recording does not fit a heap). */
@@ -116,14 +139,35 @@ public final class SliceProfile {
                 case "jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark", "jdk.ThreadSleep",
                         "jdk.SocketRead", "jdk.SocketWrite", "jdk.FileRead", "jdk.FileWrite", "jdk.FileForce",
                         "jdk.SafepointBegin", "jdk.ExecuteVMOperation", "jdk.Compilation" -> {
-                    // Begun in the slice: a pool's idle wait that spans it says nothing of it.
-                    if (!at.isBefore(from) && !idle(event)) {
+                    // An I/O or VM wait that overlaps the slice; a park or sleep begun in it (a
+                    // pool's idle wait that spans it says nothing of it).
+                    if ((!waiting(event) || !at.isBefore(from)) && !idle(event)) {
                         waits.add(event);
                     }
                 }
                 default -> {
                 }
             }
+        }
+
+        /**
+         * One line: the samples and the busiest thread groups, the collector's pauses, the
+         * longest I/O or VM wait, the machine's CPU.
+         */
+        void printBrief() {
+            String busiest = samplesByGroup.entrySet().stream()
+                    .sorted(Map.Entry.<String, Integer>comparingByValue().reversed()).limit(3)
+                    .map(group -> group.getValue() + " " + group.getKey()).reduce((a, b) -> a + ", " + b).orElse("");
+            String longest = waits.stream().filter(wait -> !waiting(wait))
+                    .max(Comparator.comparing((RecordedEvent wait) -> wait.getDuration()))
+                    .map(wait -> String.format(Locale.ROOT, "%s %.1f ms in %s",
+                            wait.getEventType().getName().substring("jdk.".length()), millis(wait.getDuration()),
+                            group(wait.getThread())))
+                    .orElse("no I/O or VM wait over the thresholds");
+            System.out.printf(Locale.ROOT, "%s-%s  %d samples (%s); %d GC pause(s); %s; machine CPU %s%n",
+                    from.atOffset(ZoneOffset.UTC).toLocalTime(), to.atOffset(ZoneOffset.UTC).toLocalTime(), samples,
+                    busiest, pauses.size(), longest,
+                    loads == 0 ? "not read" : String.format(Locale.ROOT, "%.0f %%", 100 * machine / loads));
         }
 
         void print(String name) {
@@ -147,9 +191,8 @@ public final class SliceProfile {
             Map<String, Integer> waitCounts = new TreeMap<>();
             waits.forEach(wait -> waitCounts.merge(wait.getEventType().getName(), 1, Integer::sum));
             System.out.println("waits over the recording's thresholds: " + waitCounts);
-            // Parks are many and mostly a pool's; the I/O, monitors and VM operations first.
-            waits.sort(Comparator.comparing((RecordedEvent wait) -> wait.getEventType().getName().equals("jdk.ThreadPark")
-                    || wait.getEventType().getName().equals("jdk.ThreadSleep")));
+            // Waits are many and mostly a pool's; the I/O, monitor entries and VM operations first.
+            waits.sort(Comparator.comparing(SliceProfile::waiting));
             waits.stream().limit(WAITS).forEach(wait -> System.out.printf(Locale.ROOT,
                     "  %7.1f ms  at %s  %-18s %-34s %s%n", millis(wait.getDuration()),
                     wait.getStartTime().atOffset(ZoneOffset.UTC).toLocalTime(),
@@ -158,13 +201,18 @@ public final class SliceProfile {
         }
     }
 
+    /** A thread that waits (parked, asleep, or in a monitor's wait), not one held up by I/O, a lock or the VM. */
+    private static boolean waiting(RecordedEvent event) {
+        String type = event.getEventType().getName();
+        return type.equals("jdk.ThreadPark") || type.equals("jdk.ThreadSleep") || type.equals("jdk.JavaMonitorWait");
+    }
+
     /**
      * A pool's thread waiting for work or a timer (a park or sleep of a second or more, or in a
      * queue's take or poll): it says nothing of what held a commit up.
      */
     private static boolean idle(RecordedEvent event) {
-        String type = event.getEventType().getName();
-        if (!type.equals("jdk.ThreadPark") && !type.equals("jdk.ThreadSleep")) {
+        if (!waiting(event)) {
             return false;
         }
         if (event.getDuration().compareTo(Duration.ofSeconds(1)) >= 0) {
