@@ -22,7 +22,10 @@
 # The last line printed is: RESULT p50_ratio=... (see docs/performance.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mvn -B -q -DskipTests package
+# Reading a recording needs no build (and must not rebuild the classes of a benchmark running beside it).
+if [[ "${1:-}" != "--slice-profile" ]]; then
+    mvn -B -q -DskipTests package
+fi
 work="$PWD/benchmarks/target/runs"
 mkdir -p "$work"
 main=io.github.txnpreserver.bench.Benchmark

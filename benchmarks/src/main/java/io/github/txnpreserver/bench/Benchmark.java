@@ -529,7 +529,8 @@ public final class Benchmark {
                             millis(run.latency(), 99.9), run.brokerCpuMicrosPerTxn(), run.maxLateStartMillis(),
                             Side.keptUp(run) ? "" : "; FELL BEHIND", wallInterval(run.fromWallMillis(),
                                     run.toWallMillis()), events.describe(), steal);
-                    say("%-6s   %s", side.name, slow.describe(run.latency().getValueAtPercentile(99)));
+                    say("%-6s   %s", side.name, slow.describe(
+                            run.latency().lowestEquivalentValue(run.latency().getValueAtPercentile(99))));
                 }
             }
         }

@@ -26,7 +26,7 @@ import jdk.jfr.consumer.RecordingFile;
  * records each broker over a round ({@code docs/performance.md}, "The open-loop tail").
  *
  * <pre>
- * benchmarks/run.sh --slice-profile recording.jfr 03:12:01.250-03:12:06.900 [frames]
+ * benchmarks/run.sh --slice-profile recording.jfr [--frames N] [--brief] 03:12:01.250-03:12:06.900 ...
  * </pre>
  *
  * Prints, for the interval: the execution samples by thread group (thread names without their
@@ -54,24 +54,51 @@ public final class SliceProfile {
         List<String> windows = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
-                case "--frames" -> depth = Integer.parseInt(args[++i]);
+                case "--frames" -> {
+                    if (i + 1 == args.length) {
+                        throw new IllegalArgumentException("--frames takes a number");
+                    }
+                    depth = Integer.parseInt(args[++i]);
+                }
                 case "--brief" -> brief = true;
                 default -> windows.add(args[i]);
             }
         }
-        LocalDate day;
+        if (windows.isEmpty()) {
+            throw new IllegalArgumentException("no window given: HH:mm:ss.SSS-HH:mm:ss.SSS (UTC)");
+        }
+        Instant first = null;
+        Instant last = null;
         try (RecordingFile recording = new RecordingFile(file)) {
-            if (!recording.hasMoreEvents()) {
-                System.out.println("no events in " + file);
-                return;
+            while (recording.hasMoreEvents()) {
+                Instant at = recording.readEvent().getStartTime();
+                first = first == null || at.isBefore(first) ? at : first;
+                last = last == null || at.isAfter(last) ? at : last;
             }
-            day = recording.readEvent().getStartTime().atOffset(ZoneOffset.UTC).toLocalDate();
+        }
+        if (first == null) {
+            System.out.println("no events in " + file);
+            return;
         }
         List<Slice> slices = new ArrayList<>();
         for (String window : windows) {
             String[] bounds = window.split("-");
-            slices.add(new Slice(LocalTime.parse(bounds[0]).atDate(day).toInstant(ZoneOffset.UTC),
-                    LocalTime.parse(bounds[1]).atDate(day).toInstant(ZoneOffset.UTC), depth));
+            if (bounds.length != 2) {
+                throw new IllegalArgumentException("a window is HH:mm:ss.SSS-HH:mm:ss.SSS (UTC): " + window);
+            }
+            // The day on which the window's start lies within the recording (a round can cross
+            // midnight); an end earlier than the start is on the next day.
+            LocalDate day = first.atOffset(ZoneOffset.UTC).toLocalDate();
+            Instant from = LocalTime.parse(bounds[0]).atDate(day).toInstant(ZoneOffset.UTC);
+            if (from.isBefore(first.minus(Duration.ofHours(1)))) {
+                from = from.plus(Duration.ofDays(1));
+            }
+            Instant to = LocalTime.parse(bounds[1]).atDate(from.atOffset(ZoneOffset.UTC).toLocalDate())
+                    .toInstant(ZoneOffset.UTC);
+            if (to.isBefore(from)) {
+                to = to.plus(Duration.ofDays(1));
+            }
+            slices.add(new Slice(from, to, depth, to.isBefore(first) || from.isAfter(last)));
         }
         // One pass for all windows: a round's recording takes seconds to read.
         try (RecordingFile recording = new RecordingFile(file)) {
@@ -99,6 +126,7 @@ public final class SliceProfile {
         final Map<String, Integer> samplesByGroup = new HashMap<>();
         final Map<String, Map<String, Integer>> framesByGroup = new HashMap<>();
         final List<String> pauses = new ArrayList<>();
+        double longestPauseMillis;
         final List<RecordedEvent> waits = new ArrayList<>();
         double jvmUser;
         double jvmSystem;
@@ -106,10 +134,14 @@ public final class SliceProfile {
         int loads;
         int samples;
 
-        Slice(Instant from, Instant to, int depth) {
+        /** The window lies outside the recording: nothing read in it says anything. */
+        final boolean outside;
+
+        Slice(Instant from, Instant to, int depth, boolean outside) {
             this.from = from;
             this.to = to;
             this.depth = depth;
+            this.outside = outside;
         }
 
         void read(RecordedEvent event) {
@@ -126,10 +158,13 @@ public final class SliceProfile {
                     framesByGroup.computeIfAbsent(group, g -> new HashMap<>())
                             .merge(frames(event.getStackTrace(), depth), 1, Integer::sum);
                 }
-                case "jdk.GarbageCollection" -> pauses.add(String.format(Locale.ROOT,
+                case "jdk.GarbageCollection" -> {
+                    longestPauseMillis = Math.max(longestPauseMillis, millis(event.getDuration("longestPause")));
+                    pauses.add(String.format(Locale.ROOT,
                         "%s (%s) at %s, longest pause %.1f ms, total pause %.1f ms", event.getString("name"),
                         event.getString("cause"), at.atOffset(ZoneOffset.UTC).toLocalTime(),
                         millis(event.getDuration("longestPause")), millis(event.getDuration("sumOfPauses"))));
+                }
                 case "jdk.CPULoad" -> {
                     jvmUser += event.getFloat("jvmUser");
                     jvmSystem += event.getFloat("jvmSystem");
@@ -158,19 +193,31 @@ public final class SliceProfile {
             String busiest = samplesByGroup.entrySet().stream()
                     .sorted(Map.Entry.<String, Integer>comparingByValue().reversed()).limit(3)
                     .map(group -> group.getValue() + " " + group.getKey()).reduce((a, b) -> a + ", " + b).orElse("");
-            String longest = waits.stream().filter(wait -> !waiting(wait))
+            if (outside) {
+                System.out.printf(Locale.ROOT, "%s-%s  outside the recording%n", from.atOffset(ZoneOffset.UTC)
+                        .toLocalTime(), to.atOffset(ZoneOffset.UTC).toLocalTime());
+                return;
+            }
+            // A compilation runs beside the application; it holds nothing up by itself.
+            String longest = waits.stream().filter(wait -> !waiting(wait)
+                            && !wait.getEventType().getName().equals("jdk.Compilation"))
                     .max(Comparator.comparing((RecordedEvent wait) -> wait.getDuration()))
                     .map(wait -> String.format(Locale.ROOT, "%s %.1f ms in %s",
                             wait.getEventType().getName().substring("jdk.".length()), millis(wait.getDuration()),
                             group(wait.getThread())))
-                    .orElse("no I/O or VM wait over the thresholds");
-            System.out.printf(Locale.ROOT, "%s-%s  %d samples (%s); %d GC pause(s); %s; machine CPU %s%n",
+                    .orElse("no I/O, lock or VM wait over the thresholds");
+            System.out.printf(Locale.ROOT, "%s-%s  %d samples (%s); %d GC pause(s), longest %.1f ms; %s;"
+                            + " machine CPU over the second before a reading %s%n",
                     from.atOffset(ZoneOffset.UTC).toLocalTime(), to.atOffset(ZoneOffset.UTC).toLocalTime(), samples,
-                    busiest, pauses.size(), longest,
+                    busiest, pauses.size(), longestPauseMillis, longest,
                     loads == 0 ? "not read" : String.format(Locale.ROOT, "%.0f %%", 100 * machine / loads));
         }
 
         void print(String name) {
+            if (outside) {
+                System.out.printf(Locale.ROOT, "%s, %s to %s: outside the recording%n", name, from, to);
+                return;
+            }
             System.out.printf(Locale.ROOT, "%s, %s to %s: %d execution samples%n", name, from, to, samples);
             if (loads > 0) {
                 System.out.printf(Locale.ROOT, "CPU load (mean of %d readings): JVM user %.1f %%, JVM system %.1f %%,"
@@ -190,7 +237,7 @@ public final class SliceProfile {
             waits.sort(Comparator.comparing((RecordedEvent wait) -> wait.getDuration()).reversed());
             Map<String, Integer> waitCounts = new TreeMap<>();
             waits.forEach(wait -> waitCounts.merge(wait.getEventType().getName(), 1, Integer::sum));
-            System.out.println("waits over the recording's thresholds: " + waitCounts);
+            System.out.println("waits over the recording's thresholds, pools' idle waits left out: " + waitCounts);
             // Waits are many and mostly a pool's; the I/O, monitor entries and VM operations first.
             waits.sort(Comparator.comparing(SliceProfile::waiting));
             waits.stream().limit(WAITS).forEach(wait -> System.out.printf(Locale.ROOT,
@@ -208,8 +255,8 @@ public final class SliceProfile {
     }
 
     /**
-     * A pool's thread waiting for work or a timer (a park or sleep of a second or more, or in a
-     * queue's take or poll): it says nothing of what held a commit up.
+     * A pool's thread waiting for work or a timer (a park, sleep or monitor wait of a second or
+     * more, or in a queue's take or poll): it says nothing of what held a commit up.
      */
     private static boolean idle(RecordedEvent event) {
         if (!waiting(event)) {
