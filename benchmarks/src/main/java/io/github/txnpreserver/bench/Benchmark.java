@@ -8,9 +8,6 @@ import io.github.txnpreserver.it.PulsarDistribution;
 import io.github.txnpreserver.it.RetryingEndClient;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -604,8 +601,7 @@ public final class Benchmark {
 
     /** The slice's wall-clock interval, UTC, to find it in a broker's flight recording or log. */
     private static String wallInterval(long fromMillis, long toMillis) {
-        DateTimeFormatter clock = DateTimeFormatter.ofPattern("HH:mm:ss.SSS", Locale.ROOT).withZone(ZoneOffset.UTC);
-        return "at " + clock.format(Instant.ofEpochMilli(fromMillis)) + "-" + clock.format(Instant.ofEpochMilli(toMillis));
+        return "at " + WallClock.format(fromMillis) + "-" + WallClock.format(toMillis);
     }
 
     private static void say(String format, Object... values) {

@@ -1,8 +1,5 @@
 package io.github.txnpreserver.bench;
 
-import java.time.Instant;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -18,8 +15,6 @@ final class SlowCommits implements BrokerDriver.Committed {
     /** Slow commits intended further apart than this belong to different stalls. */
     private static final long GAP_MILLIS = 500;
     private static final int STALLS = 3;
-    private static final DateTimeFormatter CLOCK =
-            DateTimeFormatter.ofPattern("HH:mm:ss.SSS", Locale.ROOT).withZone(ZoneOffset.UTC);
 
     private record Commit(long intendedWallMillis, long micros) {
     }
@@ -56,7 +51,7 @@ final class SlowCommits implements BrokerDriver.Committed {
         List<String> parts = new ArrayList<>();
         stalls.stream().sorted(Comparator.comparingInt((List<Commit> stall) -> stall.size()).reversed()).limit(STALLS)
                 .forEach(stall -> parts.add(String.format(Locale.ROOT, "%d intended from %s over %d ms (slowest %.1f ms)",
-                        stall.size(), CLOCK.format(Instant.ofEpochMilli(stall.get(0).intendedWallMillis())),
+                        stall.size(), WallClock.format(stall.get(0).intendedWallMillis()),
                         stall.get(stall.size() - 1).intendedWallMillis() - stall.get(0).intendedWallMillis(),
                         stall.stream().mapToLong(Commit::micros).max().orElseThrow() / 1000.0)));
         return String.format(Locale.ROOT, "the %d commits at or above the p99 in %d group(s): %s", slow.size(),
