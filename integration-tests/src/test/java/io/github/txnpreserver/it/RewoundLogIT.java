@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.transaction.Transaction;
@@ -73,7 +74,7 @@ class RewoundLogIT {
             assertThat(next.getTxnID().getLeastSigBits())
                     .as("the first multiple of 2^32 past the kept outcomes, not the new log's 0").isEqualTo(MARGIN);
             producer.newMessage(next).value("after").send();
-            next.commit().get();
+            next.commit().get(1, TimeUnit.MINUTES);
 
             assertThat(retry.commit(committed)).isEqualTo(EndAnswer.SUCCESS);
             assertThat(retry.abort(committed)).isEqualTo(EndAnswer.REFUSED_AS_COMMITTED);

@@ -24,22 +24,26 @@ import org.apache.pulsar.transaction.coordinator.TransactionMetadataStore;
  */
 final class RetriedCommit {
 
+    /** Each wait on a broker is bounded: a hang fails the test instead of holding the build. */
+    private static final long WAIT_SECONDS = 30;
+
     private RetriedCommit() {
     }
 
     static void assertAnsweredAsConfigured(PulsarClient client, Collection<PulsarService> brokers) throws Exception {
-        Transaction txn = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build().get();
-        txn.commit().get();
+        Transaction txn = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build()
+                .get(WAIT_SECONDS, TimeUnit.SECONDS);
+        txn.commit().get(WAIT_SECONDS, TimeUnit.SECONDS);
         TxnID txnId = txn.getTxnID();
         var coordinators = ((PulsarClientImpl) client).getTcClient();
         if (PluginSwitch.stockBrokers()) {
             ExecutionException refused = expectThrows(ExecutionException.class,
-                    () -> coordinators.commitAsync(txnId).get());
+                    () -> coordinators.commitAsync(txnId).get(WAIT_SECONDS, TimeUnit.SECONDS));
             assertTrue(refused.getCause() instanceof TransactionCoordinatorClientException.TransactionNotFoundException,
                     "stock answers TransactionNotFound, got " + refused.getCause());
             return;
         }
-        coordinators.commitAsync(txnId).get(30, TimeUnit.SECONDS);
+        coordinators.commitAsync(txnId).get(WAIT_SECONDS, TimeUnit.SECONDS);
         long coordinatorsServed = 0;
         for (PulsarService broker : brokers) {
             for (TransactionMetadataStore store : broker.getTransactionMetadataStoreService().getStores().values()) {
@@ -50,7 +54,7 @@ final class RetriedCommit {
         }
         assertFalse(coordinatorsServed == 0, "no coordinator is served");
         ExecutionException conflicting = expectThrows(ExecutionException.class,
-                () -> coordinators.abortAsync(txnId).get());
+                () -> coordinators.abortAsync(txnId).get(WAIT_SECONDS, TimeUnit.SECONDS));
         assertEquals(conflicting.getCause().getClass(),
                 TransactionCoordinatorClientException.InvalidTxnStatusException.class,
                 "an abort of the committed transaction is refused as stock refuses a conflicting end");
