@@ -14,7 +14,12 @@ class BadConfigurationIT {
     @CsvSource({
             "transactionMetaPersistCount, -1",
             "transactionMetaExpireCheckIntervalInSecond, 0",
-            "transactionMetaPersistTimeInHour, soon"
+            "transactionMetaPersistTimeInHour, soon",
+            // Above each bound: before the bounds, an interval this long failed inside the
+            // coordinator's open, after its replay, leaking its log, producer and thread.
+            "transactionMetaExpireCheckIntervalInSecond, 9300000000",
+            "transactionMetaStuckRedriveAfterInSecond, 31536001",
+            "transactionMetaPersistTimeInHour, 876001"
     })
     void stopsTheBrokerAtStartWithAMessageNamingTheKeyAndTheValue(String key, String value) {
         assertThatThrownBy(() -> LocalPulsar.start("bad-config", Map.of(key, value)).close())
